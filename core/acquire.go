@@ -1,0 +1,368 @@
+package core
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Acquire takes the lock on key, waiting while another owner holds it: in
+// this Client's FIFO queue for the key, then (as its head) for the release
+// notification, never by polling. It returns when the lock is held, when the
+// wait budget (Wait) runs out (ErrNotAcquired), when ctx ends (an error
+// matching ctx.Err()), on Redis failure (ErrUnavailable) or on Close.
+//
+// Uncontended, Acquire is one round trip. The caller must Release the lease;
+// its Context ends if the lease is lost.
+func (c *Client) Acquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
+	return c.acquire(ctx, key, false, opts)
+}
+
+// TryAcquire makes exactly one attempt and does not queue behind this
+// Client's waiters: ErrNotAcquired (a *NotAcquiredError naming the holder)
+// when the lock is held.
+func (c *Client) TryAcquire(ctx context.Context, key string, opts ...AcquireOption) (*Lease, error) {
+	return c.acquire(ctx, key, true, opts)
+}
+
+// Do runs fn holding the lock on key: the classic "execute with lock". fn's
+// context is cancelled if the lease is lost (cause ErrLost); the lock is
+// released when fn returns or panics. Do returns fn's error, joined with
+// ErrLost when the lease was lost while fn ran, or with the release error.
+func (c *Client) Do(ctx context.Context, key string, fn func(context.Context) error, opts ...AcquireOption) (err error) {
+	l, err := c.Acquire(ctx, key, opts...)
+	if err != nil {
+		return err
+	}
+	fctx, stop := l.Bind(ctx)
+	defer func() {
+		stop()
+		relErr := l.Release(context.WithoutCancel(ctx))
+		switch {
+		case errors.Is(l.Err(), ErrLost):
+			err = errors.Join(err, ErrLost)
+		case relErr != nil:
+			err = errors.Join(err, relErr)
+		}
+	}()
+	return fn(fctx)
+}
+
+// acquisition is the state of one acquire call.
+type acquisition struct {
+	c      *Client
+	ctx    context.Context // the caller's
+	octx   context.Context // what the Observer returned from AcquireStart
+	key    string
+	names  redisNames
+	cfg    acquireConfig
+	info   AcquireInfo
+	req    acquireReq
+	budget time.Time // zero: until ctx ends
+
+	attempts int
+	holder   Holder
+	fence    int64
+	sent     time.Time // send time of the successful attempt
+}
+
+func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
+	if err := c.usable(key); err != nil {
+		return nil, err
+	}
+	cfg, err := c.acquireConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	n := c.names(key)
+	if outer := c.heldIn(ctx, n.key); outer != nil {
+		if !cfg.reentrant {
+			return nil, fmt.Errorf("%w: %q", ErrWouldDeadlock, key)
+		}
+		return outer.nest(ctx, cfg.name), nil
+	}
+	a := &acquisition{c: c, ctx: ctx, key: key, names: n, cfg: cfg}
+	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify"}
+	switch {
+	case try:
+		a.info.Strategy = "try"
+	case cfg.noWait:
+		a.info.Strategy = "nowait"
+	case cfg.wait > 0:
+		a.budget = a.info.Start.Add(cfg.wait)
+	}
+	a.octx = c.obs.AcquireStart(ctx, a.info)
+	meta := c.obs.HolderMetadata(a.octx, a.info)
+	if len(meta) > MaxMetadataLen {
+		meta = meta[:MaxMetadataLen]
+	}
+	a.req = acquireReq{token: newToken(), ttl: cfg.ttl, owner: c.cfg.owner, meta: meta}
+
+	switch {
+	case try:
+		err = a.once()
+	case cfg.noWait:
+		if c.localBusy(n.key) {
+			err = a.notAcquired(Holder{Owner: c.cfg.owner})
+		} else {
+			err = a.once()
+		}
+	default:
+		err = a.wait()
+	}
+	if err != nil {
+		c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
+			Outcome: outcomeOf(ctx, err), Attempts: a.attempts, Waited: time.Since(a.info.Start), Holder: a.holder, Err: err,
+		})
+		return nil, err
+	}
+	hctx := c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
+		Outcome: OutcomeAcquired, Attempts: a.attempts, Waited: time.Since(a.info.Start), Token: a.fence,
+	})
+	return a.lease(hctx)
+}
+
+func outcomeOf(ctx context.Context, err error) Outcome {
+	var na *NotAcquiredError
+	switch {
+	case errors.As(err, &na):
+		if na.timeout {
+			return OutcomeTimeout
+		}
+		return OutcomeContended
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return OutcomeCanceled
+	}
+	return OutcomeError
+}
+
+// heldIn returns the lease of this Client on rkey that ctx carries, if any.
+func (c *Client) heldIn(ctx context.Context, rkey string) *Lease {
+	for l := leaseFrom(ctx); l != nil; l = l.parent {
+		if l.c == c && l.names.key == rkey && l.held() {
+			return l
+		}
+	}
+	return nil
+}
+
+// newToken is the random owner token of one lease (128 bits).
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// once is the single attempt of TryAcquire and NoWait.
+func (a *acquisition) once() error {
+	ok, err := a.attempt(a.ctx)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return a.notAcquired(a.holder)
+	}
+	a.c.localAcquired(a.names.key)
+	return nil
+}
+
+// attempt runs the acquire script once. A reply that arrives after the
+// lease's validity (TTL − drift since sending) counts as a failure: the
+// lock is given back rather than held on a lease that may be gone.
+func (a *acquisition) attempt(ctx context.Context) (bool, error) {
+	a.attempts++
+	sent := time.Now()
+	rep, err := a.c.b.acquire(ctx, a.names, a.req)
+	if err != nil {
+		if !isDialError(err) { // the script may have run: give our token back
+			a.c.releaseLater(a.names, a.req.token)
+		}
+		return false, a.callErr(ctx, err)
+	}
+	if !rep.ok {
+		a.holder = rep.holder
+		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
+		return false, nil
+	}
+	if time.Since(sent) >= a.cfg.ttl-a.c.b.drift(a.cfg.ttl) {
+		a.c.releaseLater(a.names, a.req.token)
+		return false, unavailable("acquire", a.key, fmt.Errorf("reply arrived after the lease's validity (%v)", a.cfg.ttl))
+	}
+	a.fence, a.sent = rep.fence, sent
+	return true, nil
+}
+
+func (a *acquisition) callErr(ctx context.Context, err error) error {
+	if a.ctx.Err() != nil {
+		return a.ctxErr()
+	}
+	if ctx.Err() != nil && !a.budget.IsZero() && !time.Now().Before(a.budget) {
+		// The wait budget ended during the call.
+		return a.timeout()
+	}
+	return unavailable("acquire", a.key, err)
+}
+
+func (a *acquisition) ctxErr() error {
+	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, a.ctx.Err())
+}
+
+func (a *acquisition) notAcquired(h Holder) error {
+	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start)}
+}
+
+func (a *acquisition) timeout() error {
+	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), timeout: true}
+}
+
+// wait queues locally, then, as the head, attempts until the lock is held.
+func (a *acquisition) wait() (err error) {
+	c := a.c
+	w, ok := c.enqueue(a.names.key, a.cfg.maxWaiters)
+	if !ok {
+		return a.notAcquired(Holder{Owner: c.cfg.owner})
+	}
+	defer func() { c.dequeue(a.names.key, w, err == nil) }()
+
+	var budget <-chan time.Time
+	actx := a.ctx // bounds each attempt by the budget too
+	if !a.budget.IsZero() {
+		t := time.NewTimer(time.Until(a.budget))
+		defer t.Stop()
+		budget = t.C
+		var cancel context.CancelFunc
+		actx, cancel = context.WithDeadline(a.ctx, a.budget)
+		defer cancel()
+	}
+	// ended returns the error for whichever end fired.
+	ended := func(which int) error {
+		switch which {
+		case endCtx:
+			return a.ctxErr()
+		case endBudget:
+			return a.timeout()
+		}
+		return ErrClosed
+	}
+
+	// 1. Wait for our turn in the local queue.
+	select {
+	case <-w.turn:
+	case <-a.ctx.Done():
+		return ended(endCtx)
+	case <-budget:
+		return ended(endBudget)
+	case <-c.closing:
+		return ended(endClosed)
+	}
+
+	// 2. Head of the queue: attempt, and between attempts wait for a release
+	// message, a local release, or the fallback timer (the holder's TTL, for a
+	// lost message or a crashed holder).
+	var sub *subscription
+	fallback := time.NewTimer(time.Hour)
+	defer fallback.Stop()
+	for {
+		if sub != nil {
+			drain(sub.wake)
+		}
+		drain(w.turn)
+		ok, err := a.attempt(actx)
+		if err != nil || ok {
+			return err
+		}
+		fallback.Reset(fallbackDelay(a.holder.TTL))
+		if sub == nil {
+			// Subscribe, then attempt again once the server confirmed: a
+			// release between our failed attempt and the subscription would
+			// otherwise go unnoticed.
+			if sub, err = c.subscription(a.names); err != nil {
+				return err
+			}
+		}
+		ready := c.b.notifications().ready(sub)
+		select {
+		case <-ready:
+			// Confirmed: wait for the next release.
+			select {
+			case <-sub.wake:
+			case <-w.turn:
+			case <-fallback.C:
+			case <-a.ctx.Done():
+				return ended(endCtx)
+			case <-budget:
+				return ended(endBudget)
+			case <-c.closing:
+				return ended(endClosed)
+			}
+		default:
+			// Not (or no longer) confirmed: a first subscription, or the
+			// connection was re-established and messages may be lost.
+			select {
+			case <-ready:
+			case <-w.turn:
+			case <-fallback.C:
+			case <-a.ctx.Done():
+				return ended(endCtx)
+			case <-budget:
+				return ended(endBudget)
+			case <-c.closing:
+				return ended(endClosed)
+			}
+		}
+	}
+}
+
+const (
+	endCtx = iota
+	endBudget
+	endClosed
+)
+
+func drain(ch chan struct{}) {
+	select {
+	case <-ch:
+	default:
+	}
+}
+
+// fallbackDelay is how long a waiter trusts notifications before retrying on
+// its own: the holder's remaining TTL (its lock expires by then if it
+// crashed), a little more, at least a few milliseconds.
+func fallbackDelay(ttl time.Duration) time.Duration {
+	return max(ttl, 0) + 5*time.Millisecond
+}
+
+// releaseLater gives back a token whose acquire may or may not have run
+// (timeout, lost reply), best effort and bounded, so the lock is not stuck
+// for a whole TTL.
+func (c *Client) releaseLater(n redisNames, token string) {
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
+		defer cancel()
+		_, _ = c.b.release(ctx, n, token)
+	}()
+}
+
+// lease builds the Lease of a successful acquisition.
+func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
+	c := a.c
+	l := &Lease{
+		c: c, key: a.key, name: a.cfg.name, names: a.names, token: a.req.token, fence: a.fence,
+		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(hctx), leaseCtxKey{}, l))
+	if !c.ren.add(l, a.sent) { // Close ran meanwhile
+		l.state = stateClosed
+		l.cancel(ErrClosed)
+		c.localRelease(a.names.key)
+		c.releaseLater(a.names, a.req.token)
+		return nil, ErrClosed
+	}
+	return l, nil
+}

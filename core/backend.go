@@ -1,0 +1,61 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// backend is what the engine needs from Redis. The single-primary backend
+// (primary.go) runs each operation as one script on one server; a Redlock
+// quorum implements the same interface over several independent masters, so
+// neither the public API nor the adapters change with the backend.
+type backend interface {
+	// acquire runs one attempt. sent is the local time the attempt left, from
+	// which the caller computes the lease's local deadline.
+	acquire(ctx context.Context, n redisNames, req acquireReq) (acquireReply, error)
+	// release removes the lease if token still owns it; false: it did not.
+	release(ctx context.Context, n redisNames, token string) (bool, error)
+	// extend resets the TTL if token still owns it; false: it did not.
+	extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error)
+	// renew extends a batch of leases in as few round trips as it can.
+	renew(ctx context.Context, batch []renewal)
+	forceRelease(ctx context.Context, n redisNames) (bool, error)
+	inspect(ctx context.Context, n redisNames) (Holder, bool, error)
+	// notifications returns the release notifications of this backend.
+	notifications() notifier
+	// drift is the clock-drift allowance subtracted from a lease's validity.
+	drift(ttl time.Duration) time.Duration
+	close()
+}
+
+type acquireReq struct {
+	token string
+	ttl   time.Duration
+	owner string
+	meta  string
+}
+
+type acquireReply struct {
+	ok     bool
+	fence  int64
+	holder Holder // when !ok
+}
+
+type renewal struct {
+	names redisNames
+	token string
+	ttl   time.Duration
+	// results
+	ok  bool
+	err error
+}
+
+// notifier delivers "this lock was released" wake-ups for channels.
+type notifier interface {
+	// subscribe takes a reference on channel's notifications.
+	subscribe(channel string) (*subscription, error)
+	// ready is closed once the subscription is confirmed by the server.
+	ready(s *subscription) <-chan struct{}
+	unsubscribe(s *subscription)
+	close()
+}

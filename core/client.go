@@ -1,0 +1,199 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Client is the lock engine. It is safe for concurrent use. One Client runs
+// one renewal goroutine and, while anybody waits, one pub/sub connection,
+// whatever the number of leases and waiters.
+type Client struct {
+	cfg config
+	b   backend
+	obs Observer
+
+	qmu    sync.Mutex
+	queues map[string]*keyQueue // by Redis key
+
+	ren *renewer
+
+	closed    atomic.Bool
+	closing   chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+	bg        sync.WaitGroup // best-effort releases after ambiguous acquires
+}
+
+// New returns a Client on rdb: a *redis.Client (standalone or the sentinel
+// failover client) or a *redis.ClusterClient. It rejects a client that would
+// let a context deadline go unenforced: go-redis needs ContextTimeoutEnabled
+// for a ctx deadline to bound socket I/O, without which a hung Redis hangs
+// every lock call for the full read timeout.
+//
+// New does no I/O; the Client leaves rdb open on Close.
+func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
+	if err := checkRedisClient(rdb); err != nil {
+		return nil, err
+	}
+	return newClient(newPrimary(rdb), opts)
+}
+
+func newClient(b backend, opts []Option) (*Client, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		b.close()
+		return nil, err
+	}
+	c := &Client{cfg: cfg, b: b, obs: cfg.observer, queues: map[string]*keyQueue{}, closing: make(chan struct{})}
+	if c.obs == nil {
+		c.obs = NopObserver{}
+	}
+	c.ren = newRenewer(c)
+	return c, nil
+}
+
+// ErrBadRedisClient is returned by New for a client the engine cannot use.
+var ErrBadRedisClient = errors.New("lockkit: unusable redis client")
+
+func checkRedisClient(rdb redis.UniversalClient) error {
+	const fix = "set ContextTimeoutEnabled: true in its options so a context deadline bounds socket I/O"
+	switch c := rdb.(type) {
+	case nil:
+		return fmt.Errorf("%w: nil client", ErrBadRedisClient)
+	case *redis.Client:
+		if c == nil {
+			return fmt.Errorf("%w: nil client", ErrBadRedisClient)
+		}
+		if !c.Options().ContextTimeoutEnabled {
+			return fmt.Errorf("%w: redis.Options.ContextTimeoutEnabled is false; %s", ErrBadRedisClient, fix)
+		}
+	case *redis.ClusterClient:
+		if c == nil {
+			return fmt.Errorf("%w: nil client", ErrBadRedisClient)
+		}
+		if !c.Options().ContextTimeoutEnabled {
+			return fmt.Errorf("%w: redis.ClusterOptions.ContextTimeoutEnabled is false; %s", ErrBadRedisClient, fix)
+		}
+	case *redis.Ring:
+		return fmt.Errorf("%w: a Ring shards keys and channels independently, so release notifications would go astray; use one client per independent master with NewRedlock, or a Cluster client", ErrBadRedisClient)
+	default:
+		// Other implementations (wrappers) are trusted to honour deadlines.
+	}
+	return nil
+}
+
+// Close ends the Client: waiters get ErrClosed, every held lease's context is
+// cancelled (cause ErrClosed) and its lock released within the release
+// timeout, and every goroutine of the Client stops. Close is idempotent and
+// leaves the Redis client open.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.closing)
+		leases := c.ren.stop()
+		c.closeErr = c.releaseAll(leases)
+		c.bg.Wait()
+		c.b.close()
+	})
+	return c.closeErr
+}
+
+// releaseAll releases the leases Close took from the renewer, concurrently
+// and within one release timeout.
+func (c *Client) releaseAll(leases []*Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, l := range leases {
+		if !l.finish(stateClosed, ErrClosed) {
+			continue
+		}
+		c.obs.Lost(l.ctx, l.info(), ErrClosed)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.b.release(ctx, l.names, l.token); err != nil {
+				mu.Lock()
+				errs = append(errs, unavailable("release", l.key, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Inspect reads who holds key: Held false when free. The owner token itself
+// is never returned (it is the right to release).
+func (c *Client) Inspect(ctx context.Context, key string) (Holder, bool, error) {
+	if err := c.usable(key); err != nil {
+		return Holder{}, false, err
+	}
+	h, held, err := c.b.inspect(ctx, c.names(key))
+	if err != nil {
+		return Holder{}, false, c.callErr(ctx, "inspect", key, err)
+	}
+	return h, held, nil
+}
+
+// ForceRelease removes whoever holds key (an operator's escape hatch for a
+// lock stuck behind a process that will not come back). The holder's lease
+// is lost at its next renewal. Reports whether a holder was removed.
+func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
+	if err := c.usable(key); err != nil {
+		return false, err
+	}
+	ok, err := c.b.forceRelease(ctx, c.names(key))
+	if err != nil {
+		return false, c.callErr(ctx, "force release", key, err)
+	}
+	return ok, nil
+}
+
+// Observer returns the Client's Observer (a NopObserver when none was set).
+// Adapters report fail-open runs through it.
+func (c *Client) Observer() Observer { return c.obs }
+
+// Owner is the owner id this Client stores next to its locks.
+func (c *Client) Owner() string { return c.cfg.owner }
+
+func (c *Client) usable(key string) error {
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return validateKey(key)
+}
+
+// callErr classifies a failed Redis call: the caller's ctx ending wins
+// (the error then matches ctx.Err()), anything else is ErrUnavailable.
+func (c *Client) callErr(ctx context.Context, op, key string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("lockkit: %s %q: %w", op, key, ctxErr)
+	}
+	return unavailable(op, key, err)
+}
+
+// boundedCtx gives a network call a deadline when ctx has none.
+func boundedCtx(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}

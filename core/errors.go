@@ -1,0 +1,103 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors. Every error the engine returns matches one of these (or the
+// caller's ctx.Err()) with errors.Is.
+var (
+	// ErrNotAcquired: another owner held the lock for the whole wait budget
+	// (or at the single attempt of NoWait / TryAcquire). The concrete error is
+	// a *NotAcquiredError that says who held it.
+	ErrNotAcquired = errors.New("lockkit: lock held by another owner")
+
+	// ErrLost: the lease could no longer be confirmed (renewal found another
+	// owner, or the local deadline passed without a confirmed renewal). It is
+	// the context.Cause of Lease.Context() once lost.
+	ErrLost = errors.New("lockkit: lease lost")
+
+	// ErrNotHeld: Release or Extend of a lease this owner no longer holds
+	// (already released, lost, or expired on the server).
+	ErrNotHeld = errors.New("lockkit: lease not held")
+
+	// ErrInvalidKey: empty key, key over MaxKeyLen, or a key part that is
+	// missing or empty.
+	ErrInvalidKey = errors.New("lockkit: invalid lock key")
+
+	// ErrInvalidOption: a TTL or wait budget that makes no sense (≤ 0).
+	ErrInvalidOption = errors.New("lockkit: invalid option")
+
+	// ErrUnavailable: Redis could not be reached or answered with an error
+	// (connection refused, timeout, LOADING, READONLY, CLUSTERDOWN, ...). The
+	// error wraps the cause.
+	ErrUnavailable = errors.New("lockkit: redis unavailable")
+
+	// ErrWouldDeadlock: the context already holds this key and Reentrant was
+	// not asked for; waiting would wait for ourselves.
+	ErrWouldDeadlock = errors.New("lockkit: context already holds this lock (use Reentrant to nest)")
+
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("lockkit: client closed")
+)
+
+// Holder describes who holds a lock, as stored next to it by the holder.
+type Holder struct {
+	// Owner is the holder's owner id (WithOwner; hostname:pid by default).
+	Owner string
+	// Metadata is what the holder's Observer stored (e.g. its trace context).
+	Metadata string
+	// TTL is the lock's remaining time to live on the server when it was read.
+	// With renewal it stays near the full TTL, so it is no guide for retrying.
+	TTL time.Duration
+	// Token is the holder's fencing token.
+	Token int64
+}
+
+// NotAcquiredError is the concrete error behind ErrNotAcquired.
+type NotAcquiredError struct {
+	Key    string
+	Holder Holder // the last holder seen; zero when unknown
+	// Waited is how long the caller waited before giving up.
+	Waited time.Duration
+
+	timeout bool // the wait budget ran out (rather than a single attempt failing)
+}
+
+// Timeout reports whether the wait budget ran out, as opposed to a single
+// attempt (NoWait, TryAcquire) or a full local queue (MaxWaiters).
+func (e *NotAcquiredError) Timeout() bool { return e.timeout }
+
+func (e *NotAcquiredError) Error() string {
+	if e.Holder.Owner == "" {
+		return fmt.Sprintf("lockkit: lock %q held by another owner", e.Key)
+	}
+	return fmt.Sprintf("lockkit: lock %q held by %s (ttl %v)", e.Key, e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrNotAcquired) true.
+func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
+
+// unavailable wraps a Redis failure so it matches ErrUnavailable and its cause.
+func unavailable(op, key string, cause error) error {
+	return &UnavailableError{Op: op, Key: key, Err: cause}
+}
+
+// UnavailableError is the concrete error behind ErrUnavailable.
+type UnavailableError struct {
+	Op  string // acquire, release, extend, inspect, ...
+	Key string
+	Err error // the Redis or network error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("lockkit: %s %q: redis unavailable: %v", e.Op, e.Key, e.Err)
+}
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// Unwrap returns the cause.
+func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -1,0 +1,11 @@
+package core
+
+// Queued reports how many callers of c wait in the local queue for key (tests only).
+func Queued(c *Client, key string) int {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[c.names(key).key]; q != nil {
+		return len(q.waiters)
+	}
+	return 0
+}

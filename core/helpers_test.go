@@ -1,0 +1,104 @@
+package core_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// newClient returns a Client on its own go-redis client (as a separate
+// process would have), closed at cleanup.
+func newClient(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Client {
+	t.Helper()
+	return newClientOn(t, srv.NewClient(), opts...)
+}
+
+func newClientOn(t testing.TB, rdb redis.UniversalClient, opts ...core.Option) *core.Client {
+	t.Helper()
+	c, err := core.New(rdb, opts...)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// recorder is an Observer that keeps every acquire result and lease event.
+type recorder struct {
+	core.NopObserver
+	mu        sync.Mutex
+	ends      []core.AcquireResult
+	contended []core.Holder
+	renewed   int
+	renewErrs int
+	lost      []error
+	released  int
+	meta      string
+	endCh     chan core.AcquireResult
+}
+
+func newRecorder() *recorder { return &recorder{endCh: make(chan core.AcquireResult, 1024)} }
+
+func (r *recorder) HolderMetadata(context.Context, core.AcquireInfo) string { return r.meta }
+func (r *recorder) Contended(_ context.Context, _ core.AcquireInfo, h core.Holder, _ int) {
+	r.mu.Lock()
+	r.contended = append(r.contended, h)
+	r.mu.Unlock()
+}
+func (r *recorder) AcquireEnd(ctx context.Context, _ core.AcquireInfo, res core.AcquireResult) context.Context {
+	r.mu.Lock()
+	r.ends = append(r.ends, res)
+	r.mu.Unlock()
+	select {
+	case r.endCh <- res:
+	default:
+	}
+	return ctx
+}
+func (r *recorder) Renewed(_ context.Context, _ core.LeaseInfo, err error) {
+	r.mu.Lock()
+	if err == nil {
+		r.renewed++
+	} else {
+		r.renewErrs++
+	}
+	r.mu.Unlock()
+}
+func (r *recorder) Lost(_ context.Context, _ core.LeaseInfo, cause error) {
+	r.mu.Lock()
+	r.lost = append(r.lost, cause)
+	r.mu.Unlock()
+}
+func (r *recorder) Released(context.Context, core.LeaseInfo, error) {
+	r.mu.Lock()
+	r.released++
+	r.mu.Unlock()
+}
+func (r *recorder) snapshot() (ends []core.AcquireResult, contended int, renewed int, lost int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]core.AcquireResult(nil), r.ends...), len(r.contended), r.renewed, len(r.lost)
+}
+
+// waitFor polls cond (cheap, local state) until it holds or the loose limit passes.
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,79 @@
+package core
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// Key limits.
+const (
+	// MaxKeyLen is the longest key Acquire accepts, in bytes. Longer keys are
+	// rejected with ErrInvalidKey: a lock key names a resource, it is not a payload.
+	MaxKeyLen = 64 << 10
+	// HashKeyLen: keys longer than this many bytes are stored under their
+	// SHA-256 instead of verbatim, so Redis keys and channels stay short.
+	HashKeyLen = 200
+	// LayoutVersion is the version of the Redis key layout below. Two lockkit
+	// versions with the same LayoutVersion share the same locks, which is what a
+	// rolling deploy needs; a change of layout gets a new version.
+	LayoutVersion = "v1"
+)
+
+// Redis key layout, version v1 (prefix defaults to "lockkit"):
+//
+//	<prefix>:v1:k:<key>        lock hash for a key of at most HashKeyLen bytes (verbatim, binary safe)
+//	<prefix>:v1:h:<sha256hex>  lock hash for a longer key
+//	<prefix>:v1:c:<same tail>  pub/sub channel announcing releases (a channel, not a key)
+//
+// The lock hash has the fields
+//
+//	o  owner token of the current lease (absent when free)
+//	f  last fencing token (kept fenceKeep after release)
+//	w  owner id of the holder        m  holder metadata (Observer)
+//	r  last released owner token (makes a re-sent release answer the same)
+//
+// It has the lease's TTL while held and fenceKeep once released. One lock is one
+// Redis key, so all of its state lives in one cluster hash slot whatever braces
+// the key contains (braces in a key only choose that slot, as Redis defines).
+type redisNames struct {
+	key     string // the lock hash
+	channel string // release notifications
+}
+
+func (c *Client) names(key string) redisNames {
+	kind, tail := "k:", key
+	if len(key) > HashKeyLen {
+		sum := sha256.Sum256([]byte(key))
+		kind, tail = "h:", hex.EncodeToString(sum[:])
+	}
+	return redisNames{
+		key:     c.cfg.prefix + ":" + LayoutVersion + ":" + kind + tail,
+		channel: c.cfg.prefix + ":" + LayoutVersion + ":c:" + kind + tail,
+	}
+}
+
+func validateKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key is %d bytes, the limit is %d", ErrInvalidKey, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+func validatePrefix(p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%w: empty prefix", ErrInvalidOption)
+	case strings.ContainsAny(p, "{}"):
+		// Braces would make Redis Cluster hash every lock by the prefix alone,
+		// putting all locks in one slot.
+		return fmt.Errorf("%w: prefix %q contains a brace", ErrInvalidOption, p)
+	case len(p) > 128:
+		return fmt.Errorf("%w: prefix longer than 128 bytes", ErrInvalidOption)
+	}
+	return nil
+}

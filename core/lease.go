@@ -1,0 +1,316 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+type leaseState uint8
+
+const (
+	stateHeld leaseState = iota
+	stateReleased
+	stateLost
+	stateClosed
+)
+
+// Lease is one holding of a lock. Its Context lives as long as the lease:
+// cancelled on Release (context.Canceled), on loss (cause ErrLost) and on
+// Client.Close (cause ErrClosed). A Lease is safe for concurrent use.
+type Lease struct {
+	c          *Client
+	key, name  string
+	names      redisNames
+	token      string // owner token: the right to extend and release
+	fence      int64
+	noRenew    bool
+	acquiredAt time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	// parent is the lease the acquire context already carried: the chain
+	// reentrancy walks. root is the outer lease of a nested (reentrant) one.
+	parent, root *Lease
+	stopOuter    func() bool // nested: detaches from the outer lease's end
+
+	mu    sync.Mutex
+	state leaseState
+
+	// Scheduling state, guarded by c.ren.mu.
+	ttl      time.Duration
+	deadline time.Time // send time of the last confirmed (re)acquire + ttl - drift
+	renewAt  time.Time
+	due      time.Time // heap order: renewAt when idle, deadline while a renewal is in flight
+	inflight bool
+	idx      int // heap index; -1 when not scheduled
+}
+
+type leaseCtxKey struct{}
+
+// LeaseFromContext returns the innermost lease ctx carries: the handler's
+// context in the adapters, Lease.Context() and contexts derived from them.
+func LeaseFromContext(ctx context.Context) (*Lease, bool) {
+	l := leaseFrom(ctx)
+	return l, l != nil
+}
+
+func leaseFrom(ctx context.Context) *Lease {
+	l, _ := ctx.Value(leaseCtxKey{}).(*Lease)
+	return l
+}
+
+// Key is the lock key as given to Acquire.
+func (l *Lease) Key() string { return l.key }
+
+// Name is the telemetry name given with the Name option.
+func (l *Lease) Name() string { return l.name }
+
+// Token is the fencing token: strictly larger than the token of every
+// earlier holder of this key (see the README for when that holds). Pass it
+// to the resource you protect and have it reject smaller tokens.
+func (l *Lease) Token() int64 { return l.fence }
+
+// Context keeps the values of the acquire context (and what the Observer
+// added) but not its cancellation; it ends with the lease. Use
+// context.Cause to tell ErrLost from a release.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is Context().Done().
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err is nil while the lease is held; then ErrNotHeld (released), ErrLost or
+// ErrClosed. A nested lease reports its outer lease's loss.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	st := l.state
+	l.mu.Unlock()
+	if st == stateHeld && l.root != nil {
+		return l.root.Err()
+	}
+	return stateErr(st)
+}
+
+func stateErr(st leaseState) error {
+	switch st {
+	case stateReleased:
+		return ErrNotHeld
+	case stateLost:
+		return ErrLost
+	case stateClosed:
+		return ErrClosed
+	}
+	return nil
+}
+
+// Until is the local validity deadline: until then the lock is certainly
+// held (the server's expiry is later). It moves forward with each confirmed
+// renewal.
+func (l *Lease) Until() time.Time {
+	r := l.rootLease()
+	l.c.ren.mu.Lock()
+	defer l.c.ren.mu.Unlock()
+	return r.deadline
+}
+
+// TTL is the lease's current TTL.
+func (l *Lease) TTL() time.Duration {
+	r := l.rootLease()
+	l.c.ren.mu.Lock()
+	defer l.c.ren.mu.Unlock()
+	return r.ttl
+}
+
+func (l *Lease) rootLease() *Lease {
+	if l.root != nil {
+		return l.root
+	}
+	return l
+}
+
+func (l *Lease) held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == stateHeld && (l.root == nil || l.root.held())
+}
+
+func (l *Lease) info() LeaseInfo {
+	return LeaseInfo{Key: l.key, Name: l.name, Token: l.fence, AcquiredAt: l.acquiredAt, Held: time.Since(l.acquiredAt)}
+}
+
+// finish moves a held lease to its final state and cancels its context; it
+// reports whether this call did it (a lease ends once).
+func (l *Lease) finish(st leaseState, cause error) bool {
+	l.mu.Lock()
+	if l.state != stateHeld {
+		l.mu.Unlock()
+		return false
+	}
+	l.state = st
+	l.mu.Unlock()
+	l.cancel(cause)
+	if l.stopOuter != nil {
+		l.stopOuter()
+	}
+	if l.root == nil {
+		l.c.ren.remove(l)
+	}
+	return true
+}
+
+// lose ends a root lease as lost: its context is cancelled with cause
+// ErrLost at once, and the local queue moves on.
+func (l *Lease) lose(cause error) {
+	if !l.finish(stateLost, cause) {
+		return
+	}
+	l.c.localRelease(l.names.key)
+	l.c.obs.Lost(l.ctx, l.info(), cause)
+}
+
+// Release gives the lock up: renewal stops and the context ends at once,
+// even when Redis is down; then one owner-checked script deletes the lock
+// and wakes waiters. Without a deadline on ctx the call is bounded by the
+// release timeout. Pass a context that is not already cancelled
+// (context.WithoutCancel(reqCtx)), or the lock stays until its TTL.
+//
+// Errors: ErrNotHeld on a second Release and after loss (then it also
+// matches ErrLost), ErrClosed after Client.Close, ErrUnavailable when Redis
+// did not answer (the lock then expires at its TTL).
+func (l *Lease) Release(ctx context.Context) error {
+	if l.root != nil {
+		if !l.finish(stateReleased, context.Canceled) {
+			return l.endedErr()
+		}
+		return nil
+	}
+	if !l.finish(stateReleased, context.Canceled) {
+		return l.endedErr()
+	}
+	c := l.c
+	ctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
+	defer cancel()
+	ok, err := c.b.release(ctx, l.names, l.token)
+	c.localRelease(l.names.key)
+	switch {
+	case err != nil:
+		err = c.callErr(ctx, "release", l.key, err)
+	case !ok:
+		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)
+	}
+	c.obs.Released(l.ctx, l.info(), err)
+	return err
+}
+
+func (l *Lease) endedErr() error {
+	l.mu.Lock()
+	st := l.state
+	l.mu.Unlock()
+	switch st {
+	case stateLost:
+		return fmt.Errorf("lockkit: lease %q: %w: %w", l.key, ErrNotHeld, ErrLost)
+	case stateClosed:
+		return ErrClosed
+	}
+	return fmt.Errorf("lockkit: lease %q: %w (already released)", l.key, ErrNotHeld)
+}
+
+// Extend resets the lock's TTL to ttl now and uses ttl for later renewals.
+// It fails with ErrNotHeld (and the lease is lost) when another owner holds
+// the lock or it expired.
+func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+	if ttl < 10*time.Millisecond {
+		return fmt.Errorf("%w: TTL %v is below 10ms", ErrInvalidOption, ttl)
+	}
+	r := l.rootLease()
+	if !l.held() {
+		return l.endedErr()
+	}
+	c := l.c
+	ctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
+	defer cancel()
+	sent := time.Now()
+	ok, err := c.b.extend(ctx, r.names, r.token, ttl)
+	if err != nil {
+		return c.callErr(ctx, "extend", l.key, err)
+	}
+	if !ok {
+		r.lose(ErrLost)
+		return l.endedErr()
+	}
+	c.ren.confirm(r, sent, ttl)
+	return nil
+}
+
+// nest returns a nested lease of outer for a reentrant acquire: no Redis
+// call, same token, ended by its own Release or by the end of outer.
+func (outer *Lease) nest(ctx context.Context, name string) *Lease {
+	root := outer.rootLease()
+	n := &Lease{
+		c: outer.c, key: outer.key, name: name, names: outer.names, token: root.token, fence: root.fence,
+		noRenew: root.noRenew, acquiredAt: time.Now(), parent: leaseFrom(ctx), root: root, idx: -1,
+	}
+	if n.name == "" {
+		n.name = root.name
+	}
+	n.ctx, n.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), leaseCtxKey{}, n))
+	n.stopOuter = context.AfterFunc(outer.ctx, func() {
+		root.mu.Lock()
+		st := root.state
+		root.mu.Unlock()
+		if st == stateHeld { // outer is a nested lease that was released
+			st = stateReleased
+		}
+		n.mu.Lock()
+		if n.state == stateHeld {
+			n.state = st
+		}
+		n.mu.Unlock()
+		n.cancel(context.Cause(outer.ctx))
+	})
+	return n
+}
+
+// Bind returns a context for work done under the lease: it carries ctx's
+// values plus the lease (and what the Observer attached, e.g. the hold span),
+// keeps ctx's deadline, and is cancelled when ctx ends or the lease ends
+// (then context.Cause is ErrLost, ErrClosed or context.Canceled). The
+// adapters hand it to the handler. Call the CancelFunc when done.
+//
+// The lease's values win over ctx's for keys both carry; the lease's come
+// from the acquire context, normally an ancestor of (or equal to) ctx.
+func (l *Lease) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	inner, cancel := context.WithCancelCause(l.ctx)
+	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
+	return &boundCtx{Context: inner, parent: ctx}, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+type boundCtx struct {
+	context.Context // cancellation and values of the lease (a child of l.ctx)
+	parent          context.Context
+}
+
+func (b *boundCtx) Deadline() (time.Time, bool) { return b.parent.Deadline() }
+
+// Err reports the parent's error first, so a request deadline still reads
+// as context.DeadlineExceeded.
+func (b *boundCtx) Err() error {
+	if err := b.Context.Err(); err != nil {
+		if perr := b.parent.Err(); perr != nil {
+			return perr
+		}
+		return err
+	}
+	return nil
+}
+
+func (b *boundCtx) Value(k any) any {
+	if v := b.Context.Value(k); v != nil {
+		return v
+	}
+	return b.parent.Value(k)
+}

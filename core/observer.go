@@ -1,0 +1,112 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Observer receives the engine's events; otellock implements it with spans and
+// metrics, so core itself stays free of OpenTelemetry.
+//
+// Methods are called on the acquire path and from the Client's renewal
+// goroutine: they must be cheap and must never block. Embed NopObserver in an
+// implementation to stay source-compatible when events are added.
+type Observer interface {
+	// AcquireStart is called when Acquire or TryAcquire begins. The context
+	// it returns is the one the other acquire events receive (a span, say).
+	AcquireStart(ctx context.Context, a AcquireInfo) context.Context
+	// HolderMetadata returns the short string stored next to the lock if this
+	// acquire succeeds (e.g. the trace context of the acquiring request), so
+	// a contender can tell whom it waited for. At most MaxMetadataLen bytes.
+	HolderMetadata(ctx context.Context, a AcquireInfo) string
+	// Contended is called for each attempt that found the lock held.
+	Contended(ctx context.Context, a AcquireInfo, h Holder, attempt int)
+	// AcquireEnd is called once per acquire with its outcome. On success the
+	// returned context is the base of the lease's context (a hold span, say);
+	// otherwise it is ignored.
+	AcquireEnd(ctx context.Context, a AcquireInfo, r AcquireResult) context.Context
+	// Renewed is called after each renewal round of a lease (err nil: confirmed).
+	Renewed(ctx context.Context, l LeaseInfo, err error)
+	// Lost is called once when a lease is lost; cause matches ErrLost or ErrClosed.
+	Lost(ctx context.Context, l LeaseInfo, cause error)
+	// Released is called once when the owner releases a lease it held.
+	Released(ctx context.Context, l LeaseInfo, err error)
+	// Unlocked is reported by adapters that run a handler without the lock
+	// because Redis was unavailable and the adapter is fail-open.
+	Unlocked(ctx context.Context, a AcquireInfo, err error)
+}
+
+// MaxMetadataLen bounds the holder metadata an Observer may store; longer
+// strings are cut.
+const MaxMetadataLen = 1024
+
+// AcquireInfo describes one acquire call.
+type AcquireInfo struct {
+	Key  string // the lock key
+	Name string // low-cardinality telemetry name (route template, RPC method); may be empty
+	// Strategy is how the caller waits: "notify" (pub/sub behind the local
+	// FIFO queue), "nowait" (one attempt, NoWait) or "try" (TryAcquire).
+	Strategy string
+	Wait     time.Duration // wait budget; 0 = until the context ends
+	Start    time.Time
+}
+
+// Outcome of an acquire call.
+type Outcome uint8
+
+// Outcomes, as reported to the Observer.
+const (
+	OutcomeAcquired  Outcome = iota + 1 // the caller holds the lock
+	OutcomeContended                    // held by another at the only attempt (NoWait, TryAcquire, MaxWaiters)
+	OutcomeTimeout                      // held by another past the wait budget
+	OutcomeCanceled                     // the caller's context ended first
+	OutcomeError                        // Redis unavailable, client closed, bad input
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OutcomeAcquired:
+		return "acquired"
+	case OutcomeContended:
+		return "contended"
+	case OutcomeTimeout:
+		return "timeout"
+	case OutcomeCanceled:
+		return "canceled"
+	case OutcomeError:
+		return "error"
+	}
+	return "unknown"
+}
+
+// AcquireResult is the end of one acquire call.
+type AcquireResult struct {
+	Outcome  Outcome
+	Attempts int           // Redis attempts made (0 when refused locally)
+	Waited   time.Duration // from AcquireStart to the end
+	Token    int64         // fencing token when acquired
+	Holder   Holder        // last holder seen when contended
+	Err      error         // nil when acquired
+}
+
+// LeaseInfo describes a lease in lease events.
+type LeaseInfo struct {
+	Key, Name  string
+	Token      int64
+	AcquiredAt time.Time
+	Held       time.Duration // time since AcquiredAt when the event happened
+}
+
+// NopObserver does nothing; embed it to implement only some events.
+type NopObserver struct{}
+
+func (NopObserver) AcquireStart(ctx context.Context, _ AcquireInfo) context.Context { return ctx }
+func (NopObserver) HolderMetadata(context.Context, AcquireInfo) string              { return "" }
+func (NopObserver) Contended(context.Context, AcquireInfo, Holder, int)             {}
+func (NopObserver) AcquireEnd(ctx context.Context, _ AcquireInfo, _ AcquireResult) context.Context {
+	return ctx
+}
+func (NopObserver) Renewed(context.Context, LeaseInfo, error)    {}
+func (NopObserver) Lost(context.Context, LeaseInfo, error)       {}
+func (NopObserver) Released(context.Context, LeaseInfo, error)   {}
+func (NopObserver) Unlocked(context.Context, AcquireInfo, error) {}

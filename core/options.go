@@ -1,0 +1,141 @@
+package core
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Defaults.
+const (
+	DefaultTTL            = 30 * time.Second
+	DefaultPrefix         = "lockkit"
+	DefaultReleaseTimeout = 3 * time.Second
+	// fenceKeep is how long a released lock hash keeps its last fencing token.
+	fenceKeep = 10 * time.Second
+	// pubsubHealth is how often an idle notification connection is pinged.
+	pubsubHealth = 10 * time.Second
+)
+
+// Option configures a Client.
+type Option func(*config)
+
+type config struct {
+	prefix         string
+	ttl            time.Duration
+	observer       Observer
+	owner          string
+	releaseTimeout time.Duration
+	hooks          testHooks
+}
+
+func defaultConfig() config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "unknown"
+	}
+	return config{
+		prefix:         DefaultPrefix,
+		ttl:            DefaultTTL,
+		owner:          host + ":" + strconv.Itoa(os.Getpid()),
+		releaseTimeout: DefaultReleaseTimeout,
+	}
+}
+
+// WithPrefix sets the first segment of every Redis key and channel (default
+// "lockkit"). Clients that must exclude each other need the same prefix.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithTTL sets the default lease TTL (default 30s). A renewed lease is
+// extended every TTL/3; the TTL is how long a crashed holder blocks others.
+func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
+
+// WithObserver installs an Observer (otellock.New() for OpenTelemetry).
+func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
+
+// WithOwner sets the owner id stored next to held locks, shown to contenders
+// (default hostname:pid).
+func WithOwner(id string) Option { return func(c *config) { c.owner = id } }
+
+// WithReleaseTimeout bounds Release (and Close's releases) when the caller's
+// context has no deadline (default 3s).
+func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }
+
+func (c *config) validate() error {
+	if err := validatePrefix(c.prefix); err != nil {
+		return err
+	}
+	if c.ttl <= 0 {
+		return fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, c.ttl)
+	}
+	if c.releaseTimeout <= 0 {
+		return fmt.Errorf("%w: release timeout must be > 0, got %v", ErrInvalidOption, c.releaseTimeout)
+	}
+	if len(c.owner) > 256 {
+		return fmt.Errorf("%w: owner id longer than 256 bytes", ErrInvalidOption)
+	}
+	return nil
+}
+
+// AcquireOption configures one Acquire, TryAcquire or Do.
+type AcquireOption func(*acquireConfig)
+
+type acquireConfig struct {
+	ttl        time.Duration
+	wait       time.Duration // 0: until ctx ends
+	noWait     bool
+	name       string
+	reentrant  bool
+	noRenew    bool
+	maxWaiters int // 0: unbounded
+}
+
+// TTL sets this lease's TTL (default: the Client's).
+func TTL(d time.Duration) AcquireOption { return func(a *acquireConfig) { a.ttl = d } }
+
+// Wait sets the wait budget: how long Acquire waits for a held lock before
+// ErrNotAcquired. Default: until ctx ends. A budget is not a ctx timeout:
+// its end gives ErrNotAcquired, the ctx's end gives ctx.Err().
+func Wait(d time.Duration) AcquireOption {
+	return func(a *acquireConfig) { a.wait, a.noWait = d, false }
+}
+
+// NoWait makes Acquire fail at once with ErrNotAcquired when the lock is held,
+// also when other callers of this Client already queue for it (it does not
+// jump the local queue; TryAcquire does).
+func NoWait() AcquireOption { return func(a *acquireConfig) { a.noWait, a.wait = true, 0 } }
+
+// Name sets the low-cardinality telemetry name (route template, RPC method).
+func Name(s string) AcquireOption { return func(a *acquireConfig) { a.name = s } }
+
+// Reentrant lets an acquire of a key the context already holds succeed as a
+// nested lease (no Redis call). Reentrancy travels in the context: every
+// goroutine sharing that context shares the lease.
+func Reentrant() AcquireOption { return func(a *acquireConfig) { a.reentrant = true } }
+
+// NoRenew holds the lock until its TTL without renewal (job de-duplication):
+// the lease's context ends, cause ErrLost, when the TTL runs out.
+func NoRenew() AcquireOption { return func(a *acquireConfig) { a.noRenew = true } }
+
+// MaxWaiters bounds this Client's local queue for the key: with n callers
+// already waiting, Acquire fails at once with ErrNotAcquired.
+func MaxWaiters(n int) AcquireOption { return func(a *acquireConfig) { a.maxWaiters = n } }
+
+func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
+	a := acquireConfig{ttl: c.cfg.ttl}
+	for _, o := range opts {
+		o(&a)
+	}
+	switch {
+	case a.ttl <= 0:
+		return a, fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, a.ttl)
+	case a.ttl < 10*time.Millisecond:
+		return a, fmt.Errorf("%w: TTL %v is below 10ms", ErrInvalidOption, a.ttl)
+	case a.wait < 0:
+		return a, fmt.Errorf("%w: wait budget must be ≥ 0, got %v", ErrInvalidOption, a.wait)
+	case a.maxWaiters < 0:
+		return a, fmt.Errorf("%w: MaxWaiters must be ≥ 0, got %d", ErrInvalidOption, a.maxWaiters)
+	}
+	return a, nil
+}

@@ -1,0 +1,165 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// primary is the backend on one Redis primary: a standalone server, a
+// sentinel-managed master (failover client) or a Redis Cluster (every lock is
+// one key, so each script runs on the key's master).
+type primary struct {
+	rdb redis.UniversalClient
+	hub *hub
+}
+
+func newPrimary(rdb redis.UniversalClient) *primary {
+	return &primary{rdb: rdb, hub: newHub(rdb)}
+}
+
+func ms(d time.Duration) int64 {
+	m := d.Milliseconds()
+	if m < 1 {
+		m = 1
+	}
+	return m
+}
+
+func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
+	res, err := acquireScript.Run(ctx, p.rdb, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	return parseAcquire(res)
+}
+
+func parseAcquire(res []any) (acquireReply, error) {
+	if len(res) < 2 {
+		return acquireReply{}, fmt.Errorf("lockkit: unexpected acquire reply %v", res)
+	}
+	if asInt(res[0]) == 1 {
+		return acquireReply{ok: true, fence: asInt(res[1])}, nil
+	}
+	if len(res) < 5 {
+		return acquireReply{}, fmt.Errorf("lockkit: unexpected acquire reply %v", res)
+	}
+	return acquireReply{holder: Holder{
+		Owner:    asString(res[1]),
+		Metadata: asString(res[2]),
+		TTL:      time.Duration(asInt(res[3])) * time.Millisecond,
+		Token:    asInt(res[4]),
+	}}, nil
+}
+
+func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, error) {
+	v, err := releaseScript.Run(ctx, p.rdb, []string{n.key}, token, n.channel, ms(fenceKeep)).Int64()
+	return v == 1, err
+}
+
+func (p *primary) extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error) {
+	v, err := extendScript.Run(ctx, p.rdb, []string{n.key}, token, ms(ttl)).Int64()
+	return v == 1, err
+}
+
+// renew sends the whole batch as one pipeline of EVALSHA (the cluster client
+// splits it per node). Scripts the server lost (SCRIPT FLUSH, restart) are
+// re-sent with EVAL in a second pipeline.
+func (p *primary) renew(ctx context.Context, batch []renewal) {
+	cmds := make([]*redis.Cmd, len(batch))
+	pipe := p.rdb.Pipeline()
+	for i := range batch {
+		b := &batch[i]
+		cmds[i] = extendScript.EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+	}
+	_, _ = pipe.Exec(ctx)
+	var retry []int
+	for i, c := range cmds {
+		if isNoScript(c.Err()) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		pipe = p.rdb.Pipeline()
+		for _, i := range retry {
+			b := &batch[i]
+			cmds[i] = extendScript.Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	for i, c := range cmds {
+		v, err := c.Int64()
+		batch[i].ok, batch[i].err = v == 1, err
+	}
+}
+
+func (p *primary) forceRelease(ctx context.Context, n redisNames) (bool, error) {
+	v, err := forceScript.Run(ctx, p.rdb, []string{n.key}, n.channel, ms(fenceKeep)).Int64()
+	return v == 1, err
+}
+
+func (p *primary) inspect(ctx context.Context, n redisNames) (Holder, bool, error) {
+	res, err := inspectScript.Run(ctx, p.rdb, []string{n.key}).Slice()
+	if err != nil {
+		return Holder{}, false, err
+	}
+	if len(res) >= 5 && asInt(res[0]) == 1 {
+		return Holder{
+			Owner:    asString(res[1]),
+			Metadata: asString(res[2]),
+			TTL:      time.Duration(asInt(res[3])) * time.Millisecond,
+			Token:    asInt(res[4]),
+		}, true, nil
+	}
+	if len(res) >= 2 {
+		return Holder{Token: asInt(res[1])}, false, nil
+	}
+	return Holder{}, false, fmt.Errorf("lockkit: unexpected inspect reply %v", res)
+}
+
+func (p *primary) notifications() notifier { return p.hub }
+
+// drift follows the Redlock paper: 1% of the TTL plus 2ms for timer and
+// clock-rate differences between this process and the server.
+func (p *primary) drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+func (p *primary) close() { p.hub.close() }
+
+func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+func asInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	case float64:
+		return int64(x)
+	}
+	return 0
+}
+
+func asString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case bool:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// isDialError reports an error that means the command never left this
+// process (connection refused), so nothing can have been applied.
+func isDialError(err error) bool {
+	var ne *net.OpError
+	return errors.As(err, &ne) && ne.Op == "dial"
+}

@@ -1,0 +1,299 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// hub multiplexes the release channels of every lock a Client waits for over
+// one pub/sub connection, ref-counted per channel.
+//
+// Two goroutines run while anything is subscribed: the reader (the only
+// caller of Receive) and the writer (batches SUBSCRIBE / UNSUBSCRIBE so a
+// waiter never blocks on pub/sub I/O). Pub/sub is at-most-once: a message
+// sent while the connection is down is lost. So the reader tracks the
+// server's confirmations, and every (re)confirmation wakes the channel's
+// waiter, which then retries: after a reconnect all waiters retry.
+type hub struct {
+	rdb redis.UniversalClient
+
+	mu      sync.Mutex
+	ps      *redis.PubSub
+	subs    map[string]*subscription
+	gen     uint64 // bumped when the connection is replaced or broke
+	started bool
+	closed  bool
+
+	kick   chan struct{} // to the writer
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// subscription is one channel's state; its fields are guarded by hub.mu.
+type subscription struct {
+	channel string
+	refs    int
+	sent    bool // in the PubSub's channel set (SUBSCRIBE issued)
+	// pendingUnsub counts UNSUBSCRIBEs written on connection generation
+	// unsubGen whose replies have not arrived; a "subscribe" reply seen
+	// before them belongs to an older SUBSCRIBE and confirms nothing.
+	pendingUnsub int
+	unsubGen     uint64
+	confirmed    chan struct{} // closed once the server confirmed the subscription
+	isConfirmed  bool
+	// wake gets a value on each release message and each (re)confirmation.
+	wake chan struct{}
+}
+
+func newHub(rdb redis.UniversalClient) *hub {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &hub{rdb: rdb, subs: map[string]*subscription{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+}
+
+// subscribe takes a reference on channel; the first one subscribes.
+// Wait on ready() before the attempt whose failure makes you wait.
+func (h *hub) subscribe(channel string) (*subscription, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if !h.started {
+		h.started = true
+		h.ps = h.rdb.Subscribe(h.ctx) // no channels: no I/O here
+		h.wg.Add(2)
+		go h.reader()
+		go h.writer()
+	}
+	s := h.subs[channel]
+	if s == nil {
+		s = &subscription{channel: channel, confirmed: make(chan struct{}), wake: make(chan struct{}, 1)}
+		h.subs[channel] = s
+	}
+	s.refs++
+	if !s.sent {
+		h.kickWriter()
+	}
+	return s, nil
+}
+
+func (h *hub) unsubscribe(s *subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.refs--
+	if s.refs == 0 {
+		h.kickWriter()
+	}
+}
+
+// ready returns a channel closed once the subscription is confirmed on the
+// current connection.
+func (h *hub) ready(s *subscription) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.confirmed
+}
+
+func (h *hub) kickWriter() {
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *subscription) unconfirm() {
+	if s.isConfirmed {
+		s.confirmed = make(chan struct{})
+		s.isConfirmed = false
+	}
+}
+
+func (h *hub) writer() {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-h.kick:
+		}
+		h.mu.Lock()
+		ps := h.ps
+		var sub, unsub []string
+		for ch, s := range h.subs {
+			switch {
+			case s.refs > 0 && !s.sent:
+				s.sent = true
+				sub = append(sub, ch)
+			case s.refs == 0 && s.sent:
+				s.sent = false
+				s.unconfirm()
+				if s.unsubGen != h.gen {
+					s.pendingUnsub, s.unsubGen = 0, h.gen
+				}
+				s.pendingUnsub++
+				unsub = append(unsub, ch)
+			case s.refs == 0 && (s.pendingUnsub == 0 || s.unsubGen != h.gen):
+				delete(h.subs, ch)
+			}
+		}
+		h.mu.Unlock()
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		// Errors mean the connection broke; the reader sees it too, and
+		// go-redis resubscribes every channel in the set on the new one.
+		if len(sub) > 0 {
+			_ = ps.Subscribe(ctx, sub...)
+		}
+		if len(unsub) > 0 {
+			_ = ps.Unsubscribe(ctx, unsub...)
+		}
+		cancel()
+	}
+}
+
+func (h *hub) reader() {
+	defer h.wg.Done()
+	var backoff time.Duration
+	pinged := false
+	for {
+		h.mu.Lock()
+		ps := h.ps
+		h.mu.Unlock()
+		msg, err := ps.ReceiveTimeout(h.ctx, pubsubHealth)
+		if h.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			if isTimeout(err) {
+				if pinged { // no answer to the last ping: the connection is dead
+					h.replace()
+					pinged = false
+					continue
+				}
+				ctx, cancel := context.WithTimeout(h.ctx, 2*time.Second)
+				_ = ps.Ping(ctx)
+				cancel()
+				pinged = true
+				continue
+			}
+			h.reset()
+			backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
+			select {
+			case <-h.ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			continue
+		}
+		backoff, pinged = 0, false
+		switch m := msg.(type) {
+		case *redis.Message:
+			h.deliver(m.Channel)
+		case *redis.Subscription:
+			switch m.Kind {
+			case "subscribe":
+				h.confirm(m.Channel)
+			case "unsubscribe":
+				h.unsubscribed(m.Channel)
+			}
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (h *hub) deliver(channel string) {
+	h.mu.Lock()
+	if s := h.subs[channel]; s != nil {
+		s.poke()
+	}
+	h.mu.Unlock()
+}
+
+func (h *hub) confirm(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[channel]
+	if s == nil || !s.sent || (s.pendingUnsub > 0 && s.unsubGen == h.gen) {
+		return
+	}
+	if !s.isConfirmed {
+		close(s.confirmed)
+		s.isConfirmed = true
+	}
+	s.poke() // a re-confirmation after a reconnect: messages may be lost, retry
+}
+
+func (h *hub) unsubscribed(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[channel]
+	if s == nil || s.unsubGen != h.gen || s.pendingUnsub == 0 {
+		return
+	}
+	s.pendingUnsub--
+	if s.refs == 0 && !s.sent && s.pendingUnsub == 0 {
+		delete(h.subs, channel)
+	}
+}
+
+// reset: the connection broke. go-redis reconnects and resubscribes every
+// channel; until the server confirms again, nothing is confirmed, and every
+// waiter is woken so it retries rather than trusting a lost message.
+func (h *hub) reset() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gen++
+	for _, s := range h.subs {
+		s.unconfirm()
+		s.poke()
+	}
+}
+
+// replace swaps a silent connection (no answer to PING) for a new PubSub and
+// lets the writer subscribe everything again.
+func (h *hub) replace() {
+	h.mu.Lock()
+	old := h.ps
+	h.ps = h.rdb.Subscribe(h.ctx)
+	h.gen++
+	for _, s := range h.subs {
+		s.sent = false
+		s.unconfirm()
+		s.poke()
+	}
+	h.kickWriter()
+	h.mu.Unlock()
+	_ = old.Close()
+}
+
+func (h *hub) close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	ps := h.ps
+	h.mu.Unlock()
+	h.cancel()
+	if ps != nil {
+		_ = ps.Close()
+	}
+	h.wg.Wait()
+}

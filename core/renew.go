@@ -1,0 +1,284 @@
+package core
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// renewer keeps every lease of a Client alive with two goroutines, whatever
+// the number of leases:
+//
+//   - the scheduler owns a heap ordered by each lease's next event. It sends
+//     renewals that are due (and those due soon, so they travel together) to
+//     the I/O goroutine, and it ends leases whose local deadline passed. It
+//     never waits on the network, so a hung Redis cannot delay a loss.
+//   - the I/O goroutine sends each batch as one pipeline and applies the
+//     replies: confirmed → deadline = send time + TTL − drift; another owner →
+//     lost; error → retried until the deadline.
+//
+// The deadline is computed from the send time of the request the server
+// confirmed, so the local belief never outlives the server's expiry. A
+// process frozen past a deadline finds the lease lost when it resumes: the
+// scheduler ends it, and a renewal is only sent before the deadline.
+type renewer struct {
+	c *Client
+
+	mu      sync.Mutex
+	h       leaseHeap
+	pending []*Lease // renewals handed to the I/O goroutine
+	started bool
+	stopped bool
+
+	kick   chan struct{}
+	ioKick chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func newRenewer(c *Client) *renewer {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &renewer{c: c, kick: make(chan struct{}, 1), ioKick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+}
+
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// add schedules a freshly acquired root lease; false when the Client is closed.
+func (r *renewer) add(l *Lease, sent time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return false
+	}
+	if !r.started {
+		r.started = true
+		r.wg.Add(2)
+		go r.schedule()
+		go r.io()
+	}
+	r.setConfirmed(l, sent, l.ttl)
+	heap.Push(&r.h, l)
+	if l.idx == 0 {
+		poke(r.kick)
+	}
+	return true
+}
+
+// setConfirmed records a confirmation of l sent at sent; r.mu held.
+func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
+	l.ttl = ttl
+	if d := sent.Add(ttl - r.c.b.drift(ttl)); d.After(l.deadline) {
+		l.deadline = d
+	}
+	l.inflight = false
+	if l.noRenew {
+		l.renewAt = time.Time{}
+		l.due = l.deadline
+	} else {
+		l.renewAt = sent.Add(ttl / 3)
+		l.due = l.renewAt
+	}
+}
+
+// confirm applies an explicit Extend.
+func (r *renewer) confirm(l *Lease, sent time.Time, ttl time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.idx < 0 {
+		return
+	}
+	r.setConfirmed(l, sent, ttl)
+	heap.Fix(&r.h, l.idx)
+	poke(r.kick)
+}
+
+func (r *renewer) remove(l *Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.idx >= 0 {
+		heap.Remove(&r.h, l.idx)
+	}
+}
+
+// stop ends both goroutines and hands back the leases still scheduled.
+func (r *renewer) stop() []*Lease {
+	r.mu.Lock()
+	r.stopped = true
+	leases := append([]*Lease(nil), r.h...)
+	for _, l := range leases {
+		l.idx = -1
+	}
+	r.h = nil
+	r.pending = nil
+	r.mu.Unlock()
+	r.cancel()
+	r.wg.Wait()
+	return leases
+}
+
+func (r *renewer) schedule() {
+	defer r.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		lost, next := r.tick(time.Now())
+		for _, l := range lost {
+			l.lose(ErrLost)
+		}
+		if next.IsZero() {
+			timer.Stop()
+		} else {
+			timer.Reset(time.Until(next))
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// tick handles every event due at now: deadlines passed (returned as lost)
+// and renewals due, plus renewals due within a sixth of their TTL, which
+// join the batch. It returns when the next event is due.
+func (r *renewer) tick(now time.Time) (lost []*Lease, next time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	batched := false
+	for len(r.h) > 0 {
+		l := r.h[0]
+		if !now.Before(l.deadline) {
+			heap.Pop(&r.h)
+			lost = append(lost, l)
+			continue
+		}
+		if l.inflight || l.noRenew { // next event is its deadline, not reached yet
+			break
+		}
+		if now.Before(l.due) && l.due.Sub(now) > l.ttl/6 { // not due, nor soon
+			break
+		}
+		l.inflight = true
+		l.due = l.deadline
+		heap.Fix(&r.h, 0)
+		r.pending = append(r.pending, l)
+		batched = true
+	}
+	if batched {
+		poke(r.ioKick)
+	}
+	if len(r.h) > 0 {
+		next = r.h[0].due
+	}
+	return lost, next
+}
+
+func (r *renewer) io() {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.ioKick:
+		}
+		r.mu.Lock()
+		batch := r.pending
+		r.pending = nil
+		now := time.Now()
+		items := make([]renewal, 0, len(batch))
+		leases := make([]*Lease, 0, len(batch))
+		var earliest time.Time
+		for _, l := range batch {
+			if l.idx < 0 || !now.Before(l.deadline) { // ended, or the scheduler will end it
+				continue
+			}
+			items = append(items, renewal{names: l.names, token: l.token, ttl: l.ttl})
+			leases = append(leases, l)
+			if earliest.IsZero() || l.deadline.Before(earliest) {
+				earliest = l.deadline
+			}
+		}
+		r.mu.Unlock()
+		if len(items) == 0 {
+			continue
+		}
+		r.c.cfg.hooks.beforeRenew()
+		ctx, cancel := context.WithDeadline(r.ctx, earliest)
+		sent := time.Now()
+		r.c.b.renew(ctx, items)
+		cancel()
+		r.apply(leases, items, sent)
+	}
+}
+
+func (r *renewer) apply(leases []*Lease, items []renewal, sent time.Time) {
+	var lost []*Lease
+	r.mu.Lock()
+	now := time.Now()
+	for i, l := range leases {
+		it := &items[i]
+		if l.idx < 0 {
+			continue
+		}
+		switch {
+		case it.err != nil:
+			l.inflight = false
+			retry := min(max(l.ttl/10, 10*time.Millisecond), time.Second)
+			l.due = now.Add(retry)
+			if l.deadline.Before(l.due) {
+				l.due = l.deadline
+			}
+			heap.Fix(&r.h, l.idx)
+		case !it.ok:
+			heap.Remove(&r.h, l.idx)
+			lost = append(lost, l)
+		default:
+			r.setConfirmed(l, sent, it.ttl)
+			heap.Fix(&r.h, l.idx)
+		}
+	}
+	r.mu.Unlock()
+	poke(r.kick)
+	for i, l := range leases {
+		err := items[i].err
+		if err == nil && !items[i].ok {
+			err = ErrLost
+		}
+		r.c.obs.Renewed(l.ctx, l.info(), err)
+	}
+	for _, l := range lost {
+		l.lose(ErrLost)
+	}
+}
+
+// leaseHeap orders leases by their next event.
+type leaseHeap []*Lease
+
+func (h leaseHeap) Len() int           { return len(h) }
+func (h leaseHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h leaseHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx = i
+	h[j].idx = j
+}
+func (h *leaseHeap) Push(x any) {
+	l := x.(*Lease)
+	l.idx = len(*h)
+	*h = append(*h, l)
+}
+func (h *leaseHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	l.idx = -1
+	*h = old[:len(old)-1]
+	return l
+}

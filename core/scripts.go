@@ -1,0 +1,32 @@
+package core
+
+import (
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The Lua scripts are the whole Redis-side protocol; each is one round trip
+// and each is idempotent per owner token, so go-redis re-sending one after a
+// timeout (MaxRetries) does no harm.
+var (
+	//go:embed scripts/acquire.lua
+	acquireLua    string
+	acquireScript = redis.NewScript(acquireLua)
+
+	//go:embed scripts/release.lua
+	releaseLua    string
+	releaseScript = redis.NewScript(releaseLua)
+
+	//go:embed scripts/extend.lua
+	extendLua    string
+	extendScript = redis.NewScript(extendLua)
+
+	//go:embed scripts/force.lua
+	forceLua    string
+	forceScript = redis.NewScript(forceLua)
+
+	//go:embed scripts/inspect.lua
+	inspectLua    string
+	inspectScript = redis.NewScript(inspectLua)
+)

@@ -1,0 +1,34 @@
+-- acquire.lua: take the lock if it is free, in one step.
+--
+-- KEYS[1]  the lock hash (layout v1, see keys.go)
+-- ARGV[1]  owner token (random per lease)
+-- ARGV[2]  TTL in milliseconds
+-- ARGV[3]  owner id (WithOwner)
+-- ARGV[4]  holder metadata (Observer)
+--
+-- Returns {1, fence} when the caller now holds the lock, also when this is a
+-- re-send of an acquire that already succeeded (same token: harmless, it only
+-- refreshes the expiry). Returns {0, owner, metadata, pttl, fence} when another
+-- token holds it, so a waiter learns who it waits for in the same round trip.
+--
+-- The fencing token is max(last token + 1, server TIME in microseconds): it
+-- increases across holders while the hash exists and, after data loss, as long
+-- as the server clock does not go back. Nothing is kept per lock name forever:
+-- after release the hash keeps only the last token, for a few seconds.
+local o = redis.call('HGET', KEYS[1], 'o')
+if o == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, redis.call('HGET', KEYS[1], 'f')}
+end
+if o then
+  local h = redis.call('HMGET', KEYS[1], 'w', 'm', 'f')
+  return {0, h[1] or '', h[2] or '', redis.call('PTTL', KEYS[1]), h[3] or '0'}
+end
+local t = redis.call('TIME')
+local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(redis.call('HGET', KEYS[1], 'f') or '0')
+if last >= fence then fence = last + 1 end
+fence = string.format('%d', fence)
+redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, fence}
