@@ -196,10 +196,10 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 }
 
 func (a *acquisition) callErr(ctx context.Context, err error) error {
-	if a.ctx.Err() != nil {
+	if ctxEnded(a.ctx) != nil {
 		return a.ctxErr()
 	}
-	if ctx.Err() != nil && !a.budget.IsZero() && !time.Now().Before(a.budget) {
+	if !a.budget.IsZero() && !time.Now().Before(a.budget) {
 		// The wait budget ended during the call.
 		return a.timeout()
 	}
@@ -207,7 +207,7 @@ func (a *acquisition) callErr(ctx context.Context, err error) error {
 }
 
 func (a *acquisition) ctxErr() error {
-	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, a.ctx.Err())
+	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, ctxEnded(a.ctx))
 }
 
 func (a *acquisition) notAcquired(h Holder) error {
@@ -259,59 +259,41 @@ func (a *acquisition) wait() (err error) {
 		return ended(endClosed)
 	}
 
-	// 2. Head of the queue: attempt, and between attempts wait for a release
-	// message, a local release, or the fallback timer (the holder's TTL, for a
-	// lost message or a crashed holder).
-	var sub *subscription
+	// 2. Head of the queue: attempt, and between attempts wait for a wake-up:
+	// a release message, a (re)confirmation of the subscription, a local
+	// release, or the fallback timer (the holder's remaining TTL, for a lost
+	// message or a crashed holder). The first failed attempt subscribes; the
+	// wake-up of its confirmation triggers the next attempt, so the attempt
+	// whose failure makes us wait for a message always follows a confirmed
+	// subscription. A reconnect wakes us too: messages may have been lost.
+	var wake chan struct{}
 	fallback := time.NewTimer(time.Hour)
 	defer fallback.Stop()
 	for {
-		if sub != nil {
-			drain(sub.wake)
+		if wake != nil {
+			drain(wake)
 		}
 		drain(w.turn)
 		ok, err := a.attempt(actx)
 		if err != nil || ok {
 			return err
 		}
-		fallback.Reset(fallbackDelay(a.holder.TTL))
-		if sub == nil {
-			// Subscribe, then attempt again once the server confirmed: a
-			// release between our failed attempt and the subscription would
-			// otherwise go unnoticed.
-			if sub, err = c.subscription(a.names); err != nil {
+		if wake == nil {
+			if wake, err = c.subscribe(a.names); err != nil {
 				return err
 			}
 		}
-		ready := c.b.notifications().ready(sub)
+		fallback.Reset(a.c.b.retryDelay(a.holder))
 		select {
-		case <-ready:
-			// Confirmed: wait for the next release.
-			select {
-			case <-sub.wake:
-			case <-w.turn:
-			case <-fallback.C:
-			case <-a.ctx.Done():
-				return ended(endCtx)
-			case <-budget:
-				return ended(endBudget)
-			case <-c.closing:
-				return ended(endClosed)
-			}
-		default:
-			// Not (or no longer) confirmed: a first subscription, or the
-			// connection was re-established and messages may be lost.
-			select {
-			case <-ready:
-			case <-w.turn:
-			case <-fallback.C:
-			case <-a.ctx.Done():
-				return ended(endCtx)
-			case <-budget:
-				return ended(endBudget)
-			case <-c.closing:
-				return ended(endClosed)
-			}
+		case <-wake:
+		case <-w.turn:
+		case <-fallback.C:
+		case <-a.ctx.Done():
+			return ended(endCtx)
+		case <-budget:
+			return ended(endBudget)
+		case <-c.closing:
+			return ended(endClosed)
 		}
 	}
 }
@@ -327,13 +309,6 @@ func drain(ch chan struct{}) {
 	case <-ch:
 	default:
 	}
-}
-
-// fallbackDelay is how long a waiter trusts notifications before retrying on
-// its own: the holder's remaining TTL (its lock expires by then if it
-// crashed), a little more, at least a few milliseconds.
-func fallbackDelay(ttl time.Duration) time.Duration {
-	return max(ttl, 0) + 5*time.Millisecond
 }
 
 // releaseLater gives back a token whose acquire may or may not have run

@@ -23,6 +23,9 @@ type backend interface {
 	inspect(ctx context.Context, n redisNames) (Holder, bool, error)
 	// notifications returns the release notifications of this backend.
 	notifications() notifier
+	// retryDelay is how long a waiter that met holder h trusts notifications
+	// before retrying on its own.
+	retryDelay(h Holder) time.Duration
 	// drift is the clock-drift allowance subtracted from a lease's validity.
 	drift(ttl time.Duration) time.Duration
 	close()
@@ -52,10 +55,16 @@ type renewal struct {
 
 // notifier delivers "this lock was released" wake-ups for channels.
 type notifier interface {
-	// subscribe takes a reference on channel's notifications.
-	subscribe(channel string) (*subscription, error)
-	// ready is closed once the subscription is confirmed by the server.
-	ready(s *subscription) <-chan struct{}
-	unsubscribe(s *subscription)
+	// subscribe takes a reference on channel's notifications; wake is poked
+	// on every release message and every (re)confirmation of the subscription.
+	subscribe(channel string, wake chan struct{}) (waitSub, error)
 	close()
+}
+
+// waitSub is one subscription held by a local queue.
+type waitSub interface {
+	// ready reports whether the server(s) confirmed the subscription (for a
+	// quorum: a majority), so a release from now on will be heard.
+	ready() bool
+	unsubscribe()
 }

@@ -184,10 +184,23 @@ func (c *Client) usable(key string) error {
 // callErr classifies a failed Redis call: the caller's ctx ending wins
 // (the error then matches ctx.Err()), anything else is ErrUnavailable.
 func (c *Client) callErr(ctx context.Context, op, key string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	if ctxErr := ctxEnded(ctx); ctxErr != nil {
 		return fmt.Errorf("lockkit: %s %q: %w", op, key, ctxErr)
 	}
 	return unavailable(op, key, err)
+}
+
+// ctxEnded is ctx.Err(), or DeadlineExceeded once the deadline has passed:
+// go-redis sets the socket deadline to the ctx deadline, so an I/O timeout
+// can surface a moment before the ctx's own timer marks it done.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // boundedCtx gives a network call a deadline when ctx has none.

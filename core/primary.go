@@ -124,6 +124,10 @@ func (p *primary) inspect(ctx context.Context, n redisNames) (Holder, bool, erro
 
 func (p *primary) notifications() notifier { return p.hub }
 
+// retryDelay: the holder's remaining TTL (its lock expires by then if it
+// crashed, and a lost message is covered), plus a little.
+func (p *primary) retryDelay(h Holder) time.Duration { return max(h.TTL, 0) + 5*time.Millisecond }
+
 // drift follows the Redlock paper: 1% of the TTL plus 2ms for timer and
 // clock-rate differences between this process and the server.
 func (p *primary) drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }

@@ -37,6 +37,7 @@ type hub struct {
 
 // subscription is one channel's state; its fields are guarded by hub.mu.
 type subscription struct {
+	h       *hub
 	channel string
 	refs    int
 	sent    bool // in the PubSub's channel set (SUBSCRIBE issued)
@@ -45,8 +46,7 @@ type subscription struct {
 	// before them belongs to an older SUBSCRIBE and confirms nothing.
 	pendingUnsub int
 	unsubGen     uint64
-	confirmed    chan struct{} // closed once the server confirmed the subscription
-	isConfirmed  bool
+	isConfirmed  bool // the server confirmed it on the current connection
 	// wake gets a value on each release message and each (re)confirmation.
 	wake chan struct{}
 }
@@ -56,9 +56,9 @@ func newHub(rdb redis.UniversalClient) *hub {
 	return &hub{rdb: rdb, subs: map[string]*subscription{}, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 }
 
-// subscribe takes a reference on channel; the first one subscribes.
-// Wait on ready() before the attempt whose failure makes you wait.
-func (h *hub) subscribe(channel string) (*subscription, error) {
+// subscribe takes a reference on channel; the first one subscribes. wake is
+// poked on each release message and each (re)confirmation.
+func (h *hub) subscribe(channel string, wake chan struct{}) (waitSub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -73,17 +73,26 @@ func (h *hub) subscribe(channel string) (*subscription, error) {
 	}
 	s := h.subs[channel]
 	if s == nil {
-		s = &subscription{channel: channel, confirmed: make(chan struct{}), wake: make(chan struct{}, 1)}
+		s = &subscription{h: h, channel: channel}
 		h.subs[channel] = s
 	}
+	if s.refs == 0 {
+		s.wake = wake
+	}
 	s.refs++
-	if !s.sent {
+	switch {
+	case !s.sent:
 		h.kickWriter()
+	case s.isConfirmed:
+		// Still subscribed from an earlier waiter: a release may have been
+		// announced before this wake channel was registered, so retry once.
+		s.poke()
 	}
 	return s, nil
 }
 
-func (h *hub) unsubscribe(s *subscription) {
+func (s *subscription) unsubscribe() {
+	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s.refs--
@@ -92,12 +101,12 @@ func (h *hub) unsubscribe(s *subscription) {
 	}
 }
 
-// ready returns a channel closed once the subscription is confirmed on the
+// ready reports whether the server confirmed the subscription on the
 // current connection.
-func (h *hub) ready(s *subscription) <-chan struct{} {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return s.confirmed
+func (s *subscription) ready() bool {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	return s.isConfirmed
 }
 
 func (h *hub) kickWriter() {
@@ -114,12 +123,7 @@ func (s *subscription) poke() {
 	}
 }
 
-func (s *subscription) unconfirm() {
-	if s.isConfirmed {
-		s.confirmed = make(chan struct{})
-		s.isConfirmed = false
-	}
-}
+func (s *subscription) unconfirm() { s.isConfirmed = false }
 
 func (h *hub) writer() {
 	defer h.wg.Done()
@@ -232,10 +236,7 @@ func (h *hub) confirm(channel string) {
 	if s == nil || !s.sent || (s.pendingUnsub > 0 && s.unsubGen == h.gen) {
 		return
 	}
-	if !s.isConfirmed {
-		close(s.confirmed)
-		s.isConfirmed = true
-	}
+	s.isConfirmed = true
 	s.poke() // a re-confirmation after a reconnect: messages may be lost, retry
 }
 

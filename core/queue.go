@@ -9,7 +9,10 @@ type keyQueue struct {
 	held    int // leases of this Client holding the lock (0 or 1 unless one was lost unnoticed)
 	// sub is the channel subscription shared by successive heads while the
 	// queue has waiters, so a hand-off inside the process does not resubscribe.
-	sub *subscription
+	sub waitSub
+	// wake is poked by notifications for this key (release messages and
+	// subscription confirmations); the head waits on it.
+	wake chan struct{}
 }
 
 type waiter struct {
@@ -24,7 +27,7 @@ func (c *Client) enqueue(rkey string, maxWaiters int) (*waiter, bool) {
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
 	if q == nil {
-		q = &keyQueue{}
+		q = &keyQueue{wake: make(chan struct{}, 1)}
 		c.queues[rkey] = q
 	}
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
@@ -71,7 +74,7 @@ func (c *Client) localAcquired(rkey string) {
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
 	if q == nil {
-		q = &keyQueue{}
+		q = &keyQueue{wake: make(chan struct{}, 1)}
 		c.queues[rkey] = q
 	}
 	q.held++
@@ -101,7 +104,7 @@ func (c *Client) settle(rkey string, q *keyQueue) {
 		}
 	}
 	if len(q.waiters) == 0 && q.sub != nil {
-		c.b.notifications().unsubscribe(q.sub)
+		q.sub.unsubscribe()
 		q.sub = nil
 	}
 	if len(q.waiters) == 0 && q.held == 0 {
@@ -109,18 +112,18 @@ func (c *Client) settle(rkey string, q *keyQueue) {
 	}
 }
 
-// subscription returns the queue's notification subscription, taking it on
-// first use.
-func (c *Client) subscription(n redisNames) (*subscription, error) {
+// subscribe takes the queue's notification subscription on first use and
+// returns the channel its wake-ups arrive on.
+func (c *Client) subscribe(n redisNames) (chan struct{}, error) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[n.key]
 	if q.sub == nil {
-		s, err := c.b.notifications().subscribe(n.channel)
+		s, err := c.b.notifications().subscribe(n.channel, q.wake)
 		if err != nil {
 			return nil, err
 		}
 		q.sub = s
 	}
-	return q.sub, nil
+	return q.wake, nil
 }
