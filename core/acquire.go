@@ -65,6 +65,7 @@ type acquisition struct {
 
 	attempts int
 	holder   Holder
+	last     acquireReply // the last contended reply
 	fence    int64
 	sent     time.Time // send time of the successful attempt
 }
@@ -183,7 +184,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		return false, a.callErr(ctx, err)
 	}
 	if !rep.ok {
-		a.holder = rep.holder
+		a.holder, a.last = rep.holder, rep
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
 	}
@@ -211,11 +212,11 @@ func (a *acquisition) ctxErr() error {
 }
 
 func (a *acquisition) notAcquired(h Holder) error {
-	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start)}
+	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum}
 }
 
 func (a *acquisition) timeout() error {
-	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), timeout: true}
+	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, timeout: true}
 }
 
 // wait queues locally, then, as the head, attempts until the lock is held.
@@ -283,9 +284,21 @@ func (a *acquisition) wait() (err error) {
 				return err
 			}
 		}
-		fallback.Reset(a.c.b.retryDelay(a.holder))
+		fallback.Reset(c.b.retryDelay(a.last))
 		select {
 		case <-wake:
+			if j := c.b.jitter(); j > 0 {
+				fallback.Reset(j)
+				select {
+				case <-fallback.C:
+				case <-a.ctx.Done():
+					return ended(endCtx)
+				case <-budget:
+					return ended(endBudget)
+				case <-c.closing:
+					return ended(endClosed)
+				}
+			}
 		case <-w.turn:
 		case <-fallback.C:
 		case <-a.ctx.Done():

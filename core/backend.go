@@ -23,9 +23,12 @@ type backend interface {
 	inspect(ctx context.Context, n redisNames) (Holder, bool, error)
 	// notifications returns the release notifications of this backend.
 	notifications() notifier
-	// retryDelay is how long a waiter that met holder h trusts notifications
-	// before retrying on its own.
-	retryDelay(h Holder) time.Duration
+	// retryDelay is how long a waiter whose attempt got rep trusts
+	// notifications before retrying on its own.
+	retryDelay(rep acquireReply) time.Duration
+	// jitter delays a retry after a notification (0 for a single primary;
+	// Redlock spreads contenders so they do not split votes in lockstep).
+	jitter() time.Duration
 	// drift is the clock-drift allowance subtracted from a lease's validity.
 	drift(ttl time.Duration) time.Duration
 	close()
@@ -42,6 +45,9 @@ type acquireReply struct {
 	ok     bool
 	fence  int64
 	holder Holder // when !ok
+	// Redlock only: which nodes refused, and whether nobody held a majority.
+	quorum *QuorumError
+	split  bool
 }
 
 type renewal struct {

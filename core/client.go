@@ -42,16 +42,29 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := checkRedisClient(rdb); err != nil {
 		return nil, err
 	}
-	return newClient(newPrimary(rdb), opts)
+	return newClient(opts, func(cfg *config) (backend, error) {
+		if cfg.nodeTimeout > 0 {
+			return nil, fmt.Errorf("%w: WithNodeTimeout is for NewRedlock", ErrInvalidOption)
+		}
+		if cfg.ack.replicas > 0 {
+			if _, ok := rdb.(*redis.Client); !ok {
+				return nil, fmt.Errorf("%w: WithReplicaAck needs a single primary (*redis.Client): WAIT counts the replicas of the connection's server", ErrInvalidOption)
+			}
+		}
+		return newPrimary(rdb, cfg.ack), nil
+	})
 }
 
-func newClient(b backend, opts []Option) (*Client, error) {
+func newClient(opts []Option, mk func(*config) (backend, error)) (*Client, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
-		b.close()
+		return nil, err
+	}
+	b, err := mk(&cfg)
+	if err != nil {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, b: b, obs: cfg.observer, queues: map[string]*keyQueue{}, closing: make(chan struct{})}

@@ -63,6 +63,9 @@ type NotAcquiredError struct {
 	// Waited is how long the caller waited before giving up.
 	Waited time.Duration
 
+	// Nodes (Redlock only) names the nodes that refused or failed.
+	Nodes *QuorumError
+
 	timeout bool // the wait budget ran out (rather than a single attempt failing)
 }
 
@@ -71,10 +74,14 @@ type NotAcquiredError struct {
 func (e *NotAcquiredError) Timeout() bool { return e.timeout }
 
 func (e *NotAcquiredError) Error() string {
-	if e.Holder.Owner == "" {
-		return fmt.Sprintf("lockkit: lock %q held by another owner", e.Key)
+	msg := fmt.Sprintf("lockkit: lock %q held by another owner", e.Key)
+	if e.Holder.Owner != "" {
+		msg = fmt.Sprintf("lockkit: lock %q held by %s (ttl %v)", e.Key, e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("lockkit: lock %q held by %s (ttl %v)", e.Key, e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
+	if e.Nodes != nil {
+		msg += " (" + e.Nodes.Error() + ")"
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrNotAcquired) true.

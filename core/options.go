@@ -27,7 +27,15 @@ type config struct {
 	observer       Observer
 	owner          string
 	releaseTimeout time.Duration
+	nodeTimeout    time.Duration // Redlock: per-node call bound
+	ack            replicaAck
 	hooks          testHooks
+}
+
+// replicaAck: WAIT for this many replicas after acquire and renewal.
+type replicaAck struct {
+	replicas int
+	timeout  time.Duration
 }
 
 func defaultConfig() config {
@@ -62,6 +70,25 @@ func WithOwner(id string) Option { return func(c *config) { c.owner = id } }
 // context has no deadline (default 3s).
 func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }
 
+// WithReplicaAck makes every acquire and renewal wait (Redis WAIT) until
+// replicas replicas acknowledged it, at most timeout; fewer acknowledgements
+// count as failure: the acquire is released and reported as ErrUnavailable,
+// the renewal as unconfirmed (the lease is lost at its deadline if it stays
+// so). Only for a single primary with replicas (standalone or sentinel).
+//
+// What it buys: a failover to a replica that acknowledged will not forget
+// the lock. What it does not: WAIT is not consistency — the write is not
+// rolled back when fewer replicas acknowledge, a replica can still be
+// promoted without it (if the acknowledging ones are lost), and Redis
+// persistence settings still decide what survives a restart.
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(c *config) { c.ack = replicaAck{replicas: replicas, timeout: timeout} }
+}
+
+// WithNodeTimeout bounds each node's reply in Redlock mode (default 100ms,
+// at most TTL/10): a node that hangs cannot hold an acquire up.
+func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
+
 func (c *config) validate() error {
 	if err := validatePrefix(c.prefix); err != nil {
 		return err
@@ -71,6 +98,12 @@ func (c *config) validate() error {
 	}
 	if c.releaseTimeout <= 0 {
 		return fmt.Errorf("%w: release timeout must be > 0, got %v", ErrInvalidOption, c.releaseTimeout)
+	}
+	if c.ack.replicas < 0 || (c.ack.replicas > 0 && c.ack.timeout <= 0) {
+		return fmt.Errorf("%w: WithReplicaAck needs replicas ≥ 0 and a timeout > 0", ErrInvalidOption)
+	}
+	if c.nodeTimeout < 0 {
+		return fmt.Errorf("%w: node timeout must be > 0", ErrInvalidOption)
 	}
 	if len(c.owner) > 256 {
 		return fmt.Errorf("%w: owner id longer than 256 bytes", ErrInvalidOption)

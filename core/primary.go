@@ -17,10 +17,50 @@ import (
 type primary struct {
 	rdb redis.UniversalClient
 	hub *hub
+	ack replicaAck
 }
 
-func newPrimary(rdb redis.UniversalClient) *primary {
-	return &primary{rdb: rdb, hub: newHub(rdb)}
+func newPrimary(rdb redis.UniversalClient, ack replicaAck) *primary {
+	return &primary{rdb: rdb, hub: newHub(rdb), ack: ack}
+}
+
+// waitCmd queues WAIT (Pipeliner has no typed Wait).
+func (p *primary) waitCmd(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd {
+	return pipe.Do(ctx, "wait", p.ack.replicas, p.ack.timeout.Milliseconds())
+}
+
+// ErrReplicaAck: fewer replicas than WithReplicaAck asks for acknowledged a
+// write in time. It comes wrapped in ErrUnavailable.
+var ErrReplicaAck = errors.New("lockkit: not enough replicas acknowledged")
+
+// run runs one script; with WithReplicaAck it sends WAIT in the same
+// pipeline (so on the same connection, which is what WAIT counts) and fails
+// when fewer replicas acknowledged.
+func (p *primary) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if p.ack.replicas == 0 {
+		return s.Run(ctx, p.rdb, keys, args...)
+	}
+	for range 2 {
+		pipe := p.rdb.Pipeline()
+		cmd := s.EvalSha(ctx, pipe, keys, args...)
+		wait := p.waitCmd(ctx, pipe)
+		_, _ = pipe.Exec(ctx)
+		if isNoScript(cmd.Err()) {
+			if err := s.Load(ctx, p.rdb).Err(); err != nil {
+				return cmd
+			}
+			continue
+		}
+		if cmd.Err() == nil {
+			if n, err := wait.Int64(); err != nil {
+				cmd.SetErr(err)
+			} else if int(n) < p.ack.replicas {
+				cmd.SetErr(fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, n, p.ack.replicas, p.ack.timeout))
+			}
+		}
+		return cmd
+	}
+	return s.Eval(ctx, p.rdb, keys, args...)
 }
 
 func ms(d time.Duration) int64 {
@@ -32,7 +72,7 @@ func ms(d time.Duration) int64 {
 }
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
-	res, err := acquireScript.Run(ctx, p.rdb, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
+	res, err := p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -63,7 +103,7 @@ func (p *primary) release(ctx context.Context, n redisNames, token string) (bool
 }
 
 func (p *primary) extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error) {
-	v, err := extendScript.Run(ctx, p.rdb, []string{n.key}, token, ms(ttl)).Int64()
+	v, err := p.run(ctx, extendScript, []string{n.key}, token, ms(ttl)).Int64()
 	return v == 1, err
 }
 
@@ -76,6 +116,10 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 	for i := range batch {
 		b := &batch[i]
 		cmds[i] = extendScript.EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+	}
+	var wait *redis.Cmd
+	if p.ack.replicas > 0 {
+		wait = p.waitCmd(ctx, pipe)
 	}
 	_, _ = pipe.Exec(ctx)
 	var retry []int
@@ -90,10 +134,24 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 			b := &batch[i]
 			cmds[i] = extendScript.Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
 		}
+		if p.ack.replicas > 0 {
+			wait = p.waitCmd(ctx, pipe)
+		}
 		_, _ = pipe.Exec(ctx)
+	}
+	var ackErr error
+	if wait != nil {
+		if n, err := wait.Int64(); err != nil {
+			ackErr = err
+		} else if int(n) < p.ack.replicas {
+			ackErr = fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, n, p.ack.replicas, p.ack.timeout)
+		}
 	}
 	for i, c := range cmds {
 		v, err := c.Int64()
+		if err == nil && v == 1 && ackErr != nil {
+			err = ackErr // confirmed by the primary only: unconfirmed
+		}
 		batch[i].ok, batch[i].err = v == 1, err
 	}
 }
@@ -126,7 +184,11 @@ func (p *primary) notifications() notifier { return p.hub }
 
 // retryDelay: the holder's remaining TTL (its lock expires by then if it
 // crashed, and a lost message is covered), plus a little.
-func (p *primary) retryDelay(h Holder) time.Duration { return max(h.TTL, 0) + 5*time.Millisecond }
+func (p *primary) retryDelay(rep acquireReply) time.Duration {
+	return max(rep.holder.TTL, 0) + 5*time.Millisecond
+}
+
+func (p *primary) jitter() time.Duration { return 0 }
 
 // drift follows the Redlock paper: 1% of the TTL plus 2ms for timer and
 // clock-rate differences between this process and the server.

@@ -26,6 +26,10 @@ var (
 	forceLua    string
 	forceScript = redis.NewScript(forceLua)
 
+	//go:embed scripts/fence.lua
+	fenceLua    string
+	fenceScript = redis.NewScript(fenceLua)
+
 	//go:embed scripts/inspect.lua
 	inspectLua    string
 	inspectScript = redis.NewScript(inspectLua)
