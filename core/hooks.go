@@ -1,10 +1,19 @@
 package core
 
 // testHooks lets the engine's own tests inject faults at points no external
-// action can reach (a pause between deciding to renew and sending it). The
-// zero value does nothing.
+// action can reach (the renewal goroutine frozen as by a GC pause, right
+// before it picks up a batch). The zero value does nothing.
 type testHooks struct {
 	beforeRenewFn func()
+	// renewBatchFn learns how many leases a renewal batch really sends,
+	// after those past their deadline were dropped.
+	renewBatchFn func(n int)
+}
+
+func (h testHooks) renewBatch(n int) {
+	if h.renewBatchFn != nil {
+		h.renewBatchFn(n)
+	}
 }
 
 func (h testHooks) beforeRenew() {
@@ -12,3 +21,6 @@ func (h testHooks) beforeRenew() {
 		h.beforeRenewFn()
 	}
 }
+
+// withHooks installs test hooks (tests of package core only).
+func withHooks(h testHooks) Option { return func(c *config) { c.hooks = h } }

@@ -189,6 +189,7 @@ func (r *renewer) io() {
 			return
 		case <-r.ioKick:
 		}
+		r.c.cfg.hooks.beforeRenew()
 		r.mu.Lock()
 		batch := r.pending
 		r.pending = nil
@@ -207,10 +208,10 @@ func (r *renewer) io() {
 			}
 		}
 		r.mu.Unlock()
+		r.c.cfg.hooks.renewBatch(len(items))
 		if len(items) == 0 {
 			continue
 		}
-		r.c.cfg.hooks.beforeRenew()
 		ctx, cancel := context.WithDeadline(r.ctx, earliest)
 		sent := time.Now()
 		r.c.b.renew(ctx, items)
