@@ -116,6 +116,13 @@ func TestExtend(t *testing.T) {
 	if l.TTL() != time.Minute || time.Until(l.Until()) < 30*time.Second {
 		t.Fatalf("TTL %v until %v", l.TTL(), time.Until(l.Until()))
 	}
+	// A shorter TTL pulls the local deadline in too: it never outlives the server's expiry.
+	if err := l.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Until(l.Until()); left > 2*time.Second {
+		t.Fatalf("deadline %v away after Extend(2s)", left)
+	}
 	_ = l.Release(ctx)
 }
 

@@ -74,9 +74,7 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 // setConfirmed records a confirmation of l sent at sent; r.mu held.
 func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
 	l.ttl = ttl
-	if d := sent.Add(ttl - r.c.b.drift(ttl)); d.After(l.deadline) {
-		l.deadline = d
-	}
+	l.deadline = sent.Add(ttl - r.c.b.drift(ttl))
 	l.inflight = false
 	if l.noRenew {
 		l.renewAt = time.Time{}
@@ -230,7 +228,10 @@ func (r *renewer) apply(leases []*Lease, items []renewal, sent time.Time) {
 			continue
 		}
 		switch {
-		case it.err != nil:
+		case it.err != nil || it.ttl != l.ttl:
+			// Failed, or an Extend changed the TTL while this renewal was in
+			// flight (the server may have applied them in either order):
+			// learn nothing, renew again soon.
 			l.inflight = false
 			retry := min(max(l.ttl/10, 10*time.Millisecond), time.Second)
 			l.due = now.Add(retry)
