@@ -30,6 +30,7 @@ type renewer struct {
 	pending []*Lease // renewals handed to the I/O goroutine
 	started bool
 	stopped bool
+	armed   time.Time // when the scheduler will next wake by itself (zero: not armed)
 
 	kick   chan struct{}
 	ioKick chan struct{}
@@ -65,7 +66,9 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 	}
 	r.setConfirmed(l, sent, l.ttl)
 	heap.Push(&r.h, l)
-	if l.idx == 0 {
+	// Wake the scheduler only if it would otherwise sleep past this lease's
+	// first event: the common acquire-release cycle costs no wake-up.
+	if r.armed.IsZero() || l.due.Before(r.armed) {
 		poke(r.kick)
 	}
 	return true
@@ -176,6 +179,7 @@ func (r *renewer) tick(now time.Time) (lost []*Lease, next time.Time) {
 	if len(r.h) > 0 {
 		next = r.h[0].due
 	}
+	r.armed = next // under mu with the heap: add() compares against it
 	return lost, next
 }
 

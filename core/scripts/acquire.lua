@@ -15,18 +15,18 @@
 -- increases across holders while the hash exists and, after data loss, as long
 -- as the server clock does not go back. Nothing is kept per lock name forever:
 -- after release the hash keeps only the last token, for a few seconds.
-local o = redis.call('HGET', KEYS[1], 'o')
+local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'w', 'm')
+local o = h[1]
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, redis.call('HGET', KEYS[1], 'f')}
+  return {1, h[2]}
 end
 if o then
-  local h = redis.call('HMGET', KEYS[1], 'w', 'm', 'f')
-  return {0, h[1] or '', h[2] or '', redis.call('PTTL', KEYS[1]), h[3] or '0'}
+  return {0, h[3] or '', h[4] or '', redis.call('PTTL', KEYS[1]), h[2] or '0'}
 end
 local t = redis.call('TIME')
 local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(redis.call('HGET', KEYS[1], 'f') or '0')
+local last = tonumber(h[2] or '0')
 if last >= fence then fence = last + 1 end
 fence = string.format('%d', fence)
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])
