@@ -219,21 +219,25 @@ func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-// witness detects overlapping critical sections two ways: an overlap
-// counter and a read-sleep-write counter that loses updates under overlap.
+// witness detects overlapping critical sections three ways: an overlap
+// counter, a read-sleep-write counter that loses updates under overlap, and
+// the fencing tokens in the order the sections began (strictly increasing
+// when the lock serialised them).
 type witness struct {
 	mu      sync.Mutex
 	inside  int
 	overlap int
 	count   int64
+	tokens  []int64
 }
 
-func (w *witness) run(sleep time.Duration) {
+func (w *witness) run(token int64, sleep time.Duration) {
 	w.mu.Lock()
 	w.inside++
 	if w.inside > 1 {
 		w.overlap++
 	}
+	w.tokens = append(w.tokens, token)
 	v := w.count
 	w.mu.Unlock()
 	time.Sleep(sleep)
@@ -247,4 +251,19 @@ func (w *witness) result() (count int64, overlap int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.count, w.overlap
+}
+
+// check fails unless n sections ran one at a time in token order.
+func (w *witness) check(t testing.TB, n int) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.overlap != 0 || w.count != int64(n) {
+		t.Fatalf("%d sections overlapped; read-sleep-write counter %d, want %d", w.overlap, w.count, n)
+	}
+	for i := 1; i < len(w.tokens); i++ {
+		if w.tokens[i] <= w.tokens[i-1] {
+			t.Fatalf("fencing token %d ran after %d (section %d)", w.tokens[i], w.tokens[i-1], i)
+		}
+	}
 }
