@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lockkit/lockkit/core"
 )
@@ -108,11 +109,19 @@ func (c *config) key(call *Call) (string, error) {
 	case err != nil && errors.Is(err, ErrMisconfigured):
 		return "", err
 	case err != nil && errors.Is(err, core.ErrInvalidKey):
-		return "", fmt.Errorf("%T.LockKey(): %w", call.Msg, err)
+		return "", fmt.Errorf("%s.LockKey(): %w", msgName(call.Msg), err)
 	case err != nil:
-		return "", fmt.Errorf("%w: %T.LockKey(): %w", core.ErrInvalidKey, call.Msg, err)
+		return "", fmt.Errorf("%w: %s.LockKey(): %w", core.ErrInvalidKey, msgName(call.Msg), err)
 	case key == "":
-		return "", fmt.Errorf("%w: %T.LockKey() returned an empty key", core.ErrInvalidKey, call.Msg)
+		return "", fmt.Errorf("%w: %s.LockKey() returned an empty key", core.ErrInvalidKey, msgName(call.Msg))
 	}
 	return key, nil
+}
+
+// msgName names a message for the caller: its proto name, not a Go type.
+func msgName(m any) string {
+	if pm, ok := m.(proto.Message); ok {
+		return string(pm.ProtoReflect().Descriptor().FullName())
+	}
+	return fmt.Sprintf("%T", m)
 }
