@@ -18,8 +18,8 @@ core.BuildKey, so a PayOrder{order_id: 42} whose message says
 
 	func (r *PayOrderRequest) LockKey() (string, error) { return core.JoinKey("order", r.GetOrderId()) }
 
-and a gin route POST /orders/:id/pay with ginlock.Key(Const("order"),
-Param("id")) lock the same "order:42" and exclude each other.
+and a gin route POST /orders/:id/pay keyed by the parts "order" and the :id
+path parameter lock the same "order:42" and exclude each other.
 
 Key sources:
   - the message's LockKey() (LockKeyer): the default of unary calls;

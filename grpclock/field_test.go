@@ -98,6 +98,7 @@ func TestFieldPaths(t *testing.T) {
 			if !strings.Contains(st.Message(), tc.msg2) {
 				t.Fatalf("message %q does not say %q", st.Message(), tc.msg2)
 			}
+			t.Logf("%v: %s", st.Code(), st.Message())
 		})
 	}
 }

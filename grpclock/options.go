@@ -102,8 +102,8 @@ func ReleaseTimeout(d time.Duration) Option {
 }
 
 // WithAcquireOptions adds core acquire options (core.Reentrant,
-// core.MaxWaiters, core.NoRenew...) to every acquire. Wait, NoWait, TTL and
-// the name (the full method) are set by the interceptor.
+// core.MaxWaiters, core.NoRenew...) to every acquire. Use this package's
+// Wait, NoWait and TTL for those; the lock's name is the full method.
 func WithAcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.lock.Options = append(c.lock.Options, opts...) }
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -111,7 +112,7 @@ func DefaultErrorHandler(ctx context.Context, r *Rejection) error {
 	case BadKey:
 		return status.Error(codes.InvalidArgument, errText(r.Err))
 	case Misconfigured:
-		return status.Error(codes.Internal, fmt.Sprintf("grpclock: lock interceptor misconfigured for %s: %s", r.FullMethod, errText(r.Err)))
+		return status.Error(codes.Internal, fmt.Sprintf("grpclock: lock interceptor misconfigured for %s: %s", r.FullMethod, strings.TrimPrefix(errText(r.Err), "grpclock: ")))
 	case Canceled, DeadlineExceeded:
 		if err := ctx.Err(); err != nil {
 			return status.FromContextError(err).Err()

@@ -290,7 +290,8 @@ func TestUnaryKeyFromMethod(t *testing.T) {
 // races the client's own cancellation (RST_STREAM), which reads as Canceled.
 func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
+	rec := newRecorder()
+	c := newClient(t, srv, core.WithObserver(rec))
 	entered, leave := make(chan struct{}), make(chan struct{})
 	kinds := make(chan grpclock.Kind, 1)
 	svc := &service{keyed: func(ctx context.Context, r *testpb.KeyedRequest) (*testpb.PayResponse, error) {
@@ -320,6 +321,19 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	wantCode(t, err, codes.DeadlineExceeded)
 	if k := <-kinds; k != grpclock.DeadlineExceeded {
 		t.Fatalf("interceptor outcome %v, want deadline_exceeded", k)
+	}
+	// A caller that hangs up while waiting: the interceptor sees Canceled.
+	gone, hangUp := context.WithCancel(ctx)
+	waited := make(chan error, 1)
+	go func() { _, err := cl.PayKeyed(gone, &testpb.KeyedRequest{OrderId: "dl-gone"}); waited <- err }()
+	waitFor(t, 10*time.Second, "the second caller to wait", func() bool {
+		starts, _, _, _ := rec.counts() // holder, dl-short, dl-gone (queued locally behind the holder)
+		return starts >= 3
+	})
+	hangUp()
+	wantCode(t, <-waited, codes.Canceled)
+	if k := <-kinds; k != grpclock.Canceled {
+		t.Fatalf("interceptor outcome %v, want canceled", k)
 	}
 	close(leave)
 	if err := <-first; err != nil {
