@@ -118,7 +118,7 @@ func TestFuncPart(t *testing.T) {
 		icp := grpclock.UnaryServerInterceptor(c, grpclock.Key(grpclock.Func("tenant", func(*grpclock.Call) (string, error) { return "", tc.err })))
 		_, err := icp(ctxT(t, 5*time.Second), &testpb.PayRequest{}, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
 			func(context.Context, any) (any, error) { return nil, errors.New("handler ran") })
-		if st, _ := status.FromError(err); st.Code() != tc.code || !strings.Contains(st.Message(), tc.err.Error()) {
+		if st, _ := status.FromError(err); st.Code() != tc.code || !strings.Contains(st.Message(), strings.TrimPrefix(tc.err.Error(), "grpclock: ")) {
 			t.Fatalf("Func error %v: got %v, want %v", tc.err, err, tc.code)
 		}
 	}
