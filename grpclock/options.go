@@ -1,0 +1,162 @@
+package grpclock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+)
+
+// Option configures an interceptor. Each interceptor keeps its own copy of
+// the configuration: there is no global state.
+type Option func(*config)
+
+type config struct {
+	lock       adapt.Config
+	parts      []KeyPart // nil: the message's LockKey()
+	keyOpt     string    // which option set parts, for panic messages
+	firstMsg   bool
+	retryAfter func(error) time.Duration
+	onReject   func(context.Context, *Rejection) error
+	bad        []string // option mistakes, reported by one panic at construction
+}
+
+// Key makes the lock key from parts, joined like every lockkit adapter does
+// (core.BuildKey): Key(Const("order"), Field("order_id")) gives "order:42",
+// the key ginlock and echolock build for /orders/42. It replaces the default
+// of unary calls, the message's LockKey().
+func Key(parts ...KeyPart) Option {
+	return func(c *config) {
+		if len(parts) == 0 {
+			c.bad = append(c.bad, "Key needs at least one part")
+			return
+		}
+		c.parts, c.keyOpt = append([]KeyPart(nil), parts...), "Key"
+	}
+}
+
+// KeyFromMethod locks the whole method: one call of it at a time across all
+// replicas, whatever its message says. The key is the full method
+// ("/orders.v1.Orders/Reindex"), which no resource key built with core.JoinKey
+// can equal. It is an explicit choice, never a fallback.
+func KeyFromMethod() Option {
+	return func(c *config) { c.parts, c.keyOpt = []KeyPart{Method()}, "KeyFromMethod" }
+}
+
+// FromFirstMessage keys a stream by its first received message (with Key's
+// parts, which may then read fields, or else the message's LockKey()) instead
+// of by metadata before the handler runs. The lock is taken inside the
+// handler's first RecvMsg; a stream that ends (io.EOF) before any message
+// takes no lock. Messages sent before that first RecvMsg are not under the
+// lock. Unary calls ignore this option: their message is known up front.
+func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
+
+// Wait sets the wait budget: how long a call waits for a lock held by
+// another before it is answered codes.Aborted (default adapt.DefaultWait,
+// 10s). The call's own deadline still applies.
+func Wait(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.bad = append(c.bad, fmt.Sprintf("Wait must be > 0, got %v (use NoWait to not wait)", d))
+			return
+		}
+		c.lock.Wait, c.lock.NoWait = d, false
+	}
+}
+
+// NoWait answers codes.Aborted at once when the lock is held.
+func NoWait() Option { return func(c *config) { c.lock.NoWait, c.lock.Wait = true, 0 } }
+
+// TTL sets the lease TTL of the calls (default: the Client's). The lease is
+// renewed while the handler runs; the TTL is how long a crashed replica keeps
+// the lock.
+func TTL(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.bad = append(c.bad, fmt.Sprintf("TTL must be > 0, got %v", d))
+			return
+		}
+		c.lock.TTL = d
+	}
+}
+
+// FailOpen runs the handler without the lock when Redis is unavailable
+// (the Client's Observer is told through Unlocked). The default is
+// fail-closed: codes.Unavailable.
+func FailOpen() Option { return func(c *config) { c.lock.FailOpen = true } }
+
+// ReleaseTimeout bounds the release after the handler returned (default
+// adapt.DefaultReleaseTimeout, 5s). The release runs on a context detached
+// from the call, so a client that hung up never strands the lock.
+func ReleaseTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.bad = append(c.bad, fmt.Sprintf("ReleaseTimeout must be > 0, got %v", d))
+			return
+		}
+		c.lock.ReleaseTimeout = d
+	}
+}
+
+// WithAcquireOptions adds core acquire options (core.Reentrant,
+// core.MaxWaiters, core.NoRenew...) to every acquire. Use this package's
+// Wait, NoWait and TTL for those; the lock's name is the full method.
+func WithAcquireOptions(opts ...core.AcquireOption) Option {
+	return func(c *config) { c.lock.Options = append(c.lock.Options, opts...) }
+}
+
+// WithRetryAfter sets the retry hint given with codes.Aborted and
+// codes.Unavailable (RetryInfo detail and grpc-retry-pushback-ms trailer).
+// f gets the acquire error; the default is adapt.DefaultRetryAfter (1s): the
+// holder's remaining TTL is no guide, renewal keeps it near the full TTL.
+func WithRetryAfter(f func(err error) time.Duration) Option {
+	return func(c *config) { c.retryAfter = f }
+}
+
+// WithErrorHandler replaces DefaultErrorHandler: f turns a call the lock did
+// not let through into the error the client gets. Returning nil falls back
+// to DefaultErrorHandler (a refused call never runs its handler). When the
+// returned status carries a RetryInfo detail, the interceptor also sets the
+// grpc-retry-pushback-ms trailer from it, so a stock gRPC client's retry
+// policy honours the hint.
+func WithErrorHandler(f func(ctx context.Context, r *Rejection) error) Option {
+	return func(c *config) { c.onReject = f }
+}
+
+// newConfig applies opts and panics, at construction, on a configuration
+// that could only fail at run time: a nil client, a bad option value, a
+// stream interceptor without a key source. (The gin-contrib / grpc norm: a
+// misconfigured middleware does not start.)
+func newConfig(client *core.Client, opts []Option, stream bool) *config {
+	c := &config{lock: adapt.Config{Client: client}}
+	for _, o := range opts {
+		o(c)
+	}
+	if client == nil {
+		c.bad = append(c.bad, "nil *core.Client")
+	}
+	if stream && !c.firstMsg {
+		if c.parts == nil {
+			c.bad = append(c.bad, "StreamServerInterceptor has no key source: give Key(...) with Metadata/Const/Func parts, KeyFromMethod(), or FromFirstMessage() to key the stream by its first message (Key's parts or its LockKey())")
+		}
+		for _, p := range c.parts {
+			if p.Source == fieldSource {
+				c.bad = append(c.bad, fmt.Sprintf("Field(%q) needs a message: on a stream add FromFirstMessage()", p.Name))
+			}
+		}
+	}
+	if len(c.bad) > 0 {
+		kind := "UnaryServerInterceptor"
+		if stream {
+			kind = "StreamServerInterceptor"
+		}
+		panic("grpclock: " + kind + ": " + strings.Join(c.bad, "; "))
+	}
+	if c.onReject == nil {
+		c.onReject = DefaultErrorHandler
+	}
+	return c
+}

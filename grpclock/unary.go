@@ -1,0 +1,42 @@
+package grpclock
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// UnaryServerInterceptor returns an interceptor that runs each call holding
+// the lock on its key: by default the request message's LockKey(), or what
+// Key / KeyFromMethod say. The full method is the lock's name (telemetry),
+// never part of the key.
+//
+// The handler gets a context carrying the lease (core.LeaseFromContext),
+// cancelled when the call ends or the lease is lost (context.Cause
+// core.ErrLost). The lock is released, on a context detached from the call,
+// when the handler returns or panics.
+//
+// It panics on a nil client or a bad option value.
+func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServerInterceptor {
+	c := newConfig(client, opts, false)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
+		key, err := c.key(&Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req})
+		if err != nil {
+			return nil, c.reject(ctx, trailer, &Rejection{Kind: keyErrKind(err), FullMethod: info.FullMethod, Err: err})
+		}
+		g := c.lock.Acquire(ctx, key, info.FullMethod)
+		if !g.OK() {
+			return nil, c.reject(ctx, trailer, rejection(g, info.FullMethod, key))
+		}
+		defer func() { _ = g.Release() }()
+		resp, err := handler(g.Ctx, req)
+		if lostDuring(g, ctx, err) {
+			return nil, c.reject(ctx, trailer, &Rejection{Kind: Lost, FullMethod: info.FullMethod, Key: key, Err: err})
+		}
+		return resp, err
+	}
+}
