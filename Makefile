@@ -2,7 +2,7 @@
 GO ?= go
 PKGS = ./...
 
-.PHONY: test vet fmt-check unit bench demo
+.PHONY: test vet fmt-check unit bench demo proto
 
 test: fmt-check vet unit
 
@@ -18,3 +18,9 @@ unit:
 
 demo:
 	$(GO) run ./examples/demo
+
+# Regenerate the checked-in protobuf code (needs protoc: apt-get install -y
+# protobuf-compiler; go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+# and go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2). CI does not need it.
+proto:
+	PATH="$$($(GO) env GOPATH)/bin:$$PATH" $(GO) generate ./examples/grpc/ordersv1 ./grpclock/internal/testpb
