@@ -106,8 +106,9 @@ func (c *Client) acquire(ctx context.Context, key string, try bool, opts []Acqui
 	case try:
 		err = a.once()
 	case cfg.noWait:
-		if c.localBusy(n.key) {
-			err = a.notAcquired(Holder{Owner: c.cfg.owner})
+		if h, busy := c.localBusy(n.key); busy {
+			a.holder = h
+			err = a.notAcquired(h)
 		} else {
 			err = a.once()
 		}
@@ -166,8 +167,14 @@ func (a *acquisition) once() error {
 	if !ok {
 		return a.notAcquired(a.holder)
 	}
-	a.c.localAcquired(a.names.key)
+	a.c.localAcquired(a.names.key, a.asHolder())
 	return nil
+}
+
+// asHolder describes this acquisition as the local holder, for waiters of
+// the same Client (they never ask Redis who holds it).
+func (a *acquisition) asHolder() Holder {
+	return Holder{Owner: a.c.cfg.owner, Metadata: a.req.meta, TTL: a.cfg.ttl, Token: a.fence}
 }
 
 // attempt runs the acquire script once. A reply that arrives after the
@@ -222,11 +229,16 @@ func (a *acquisition) timeout() error {
 // wait queues locally, then, as the head, attempts until the lock is held.
 func (a *acquisition) wait() (err error) {
 	c := a.c
-	w, ok := c.enqueue(a.names.key, a.cfg.maxWaiters)
+	w, holder, ok := c.enqueue(a.names.key, a.req, a.cfg.maxWaiters)
 	if !ok {
-		return a.notAcquired(Holder{Owner: c.cfg.owner})
+		a.holder = holder
+		return a.notAcquired(holder)
 	}
-	defer func() { c.dequeue(a.names.key, w, err == nil) }()
+	if holder.Owner != "" { // queued behind a lease of this Client: tell who we wait for
+		a.holder = holder
+		c.obs.Contended(a.octx, a.info, holder, 0)
+	}
+	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
 
 	var budget <-chan time.Time
 	actx := a.ctx // bounds each attempt by the budget too
@@ -249,9 +261,12 @@ func (a *acquisition) wait() (err error) {
 		return ErrClosed
 	}
 
-	// 1. Wait for our turn in the local queue.
+	// 1. Wait for our turn in the local queue, or for the lock handed to us.
 	select {
 	case <-w.turn:
+		if a.granted(w) {
+			return nil
+		}
 	case <-a.ctx.Done():
 		return ended(endCtx)
 	case <-budget:
@@ -271,6 +286,23 @@ func (a *acquisition) wait() (err error) {
 	fallback := time.NewTimer(time.Hour)
 	defer fallback.Stop()
 	for {
+		if y := c.yieldUntil(a.names.key); time.Until(y) > 0 {
+			// A release was heard by waiters elsewhere: let one of them go first.
+			fallback.Reset(time.Until(y))
+			select {
+			case <-fallback.C:
+			case <-w.turn:
+				if a.granted(w) {
+					return nil
+				}
+			case <-a.ctx.Done():
+				return ended(endCtx)
+			case <-budget:
+				return ended(endBudget)
+			case <-c.closing:
+				return ended(endClosed)
+			}
+		}
 		if wake != nil {
 			drain(wake)
 		}
@@ -300,6 +332,9 @@ func (a *acquisition) wait() (err error) {
 				}
 			}
 		case <-w.turn:
+			if a.granted(w) {
+				return nil
+			}
 		case <-fallback.C:
 		case <-a.ctx.Done():
 			return ended(endCtx)
@@ -309,6 +344,16 @@ func (a *acquisition) wait() (err error) {
 			return ended(endClosed)
 		}
 	}
+}
+
+// granted takes a direct hand-off from a releasing lease of this Client.
+func (a *acquisition) granted(w *waiter) bool {
+	g := a.c.takeGrant(w)
+	if g == nil {
+		return false
+	}
+	a.fence, a.sent = g.fence, g.sent
+	return true
 }
 
 const (
@@ -333,7 +378,7 @@ func (c *Client) releaseLater(n redisNames, token string) {
 		defer c.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
 		defer cancel()
-		_, _ = c.b.release(ctx, n, token)
+		_, _, _ = c.b.release(ctx, n, token)
 	}()
 }
 
@@ -348,7 +393,7 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 	if !c.ren.add(l, a.sent) { // Close ran meanwhile
 		l.state = stateClosed
 		l.cancel(ErrClosed)
-		c.localRelease(a.names.key)
+		c.localRelease(a.names.key, 0)
 		c.releaseLater(a.names, a.req.token)
 		return nil, ErrClosed
 	}

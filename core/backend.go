@@ -14,7 +14,12 @@ type backend interface {
 	// which the caller computes the lease's local deadline.
 	acquire(ctx context.Context, n redisNames, req acquireReq) (acquireReply, error)
 	// release removes the lease if token still owns it; false: it did not.
-	release(ctx context.Context, n redisNames, token string) (bool, error)
+	// listeners is how many subscribers got the release message.
+	release(ctx context.Context, n redisNames, token string) (released bool, listeners int, err error)
+	// handoff passes the lock from token straight to the waiter req in one
+	// step; ok false: token did not hold it. Only when canHandoff.
+	handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error)
+	canHandoff() bool
 	// extend resets the TTL if token still owns it; false: it did not.
 	extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error)
 	// renew extends a batch of leases in as few round trips as it can.

@@ -165,7 +165,7 @@ func (l *Lease) lose(cause error) {
 	if !l.finish(stateLost, cause) {
 		return
 	}
-	l.c.localRelease(l.names.key)
+	l.c.localRelease(l.names.key, 0)
 	l.c.obs.Lost(l.ctx, l.info(), cause)
 }
 
@@ -191,10 +191,36 @@ func (l *Lease) Release(ctx context.Context) error {
 	c := l.c
 	ctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
 	defer cancel()
-	ok, err := c.b.release(ctx, l.names, l.token)
-	c.localRelease(l.names.key)
+	if w := c.pickHandoff(l.names.key); w != nil {
+		return l.handoff(ctx, w)
+	}
+	ok, listeners, err := c.b.release(ctx, l.names, l.token)
+	c.localRelease(l.names.key, listeners)
 	switch {
 	case err != nil:
+		err = c.callErr(ctx, "release", l.key, err)
+	case !ok:
+		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)
+	}
+	c.obs.Released(l.ctx, l.info(), err)
+	return err
+}
+
+// handoff passes the lock to w, the head of this Client's queue, in one
+// script: released and re-acquired in one round trip, nobody else woken.
+func (l *Lease) handoff(ctx context.Context, w *waiter) error {
+	c := l.c
+	sent := time.Now()
+	rep, err := c.b.handoff(ctx, l.names, l.token, w.req)
+	ok := err == nil && rep.ok
+	if c.finishHandoff(l.names.key, w, ok, grant{fence: rep.fence, sent: sent}) {
+		c.releaseLater(l.names, w.req.token) // w left meanwhile
+	}
+	switch {
+	case err != nil:
+		// Ambiguous: the lock may be ours, or w's (its own attempt then finds
+		// its token and takes it). Give ours back.
+		c.releaseLater(l.names, l.token)
 		err = c.callErr(ctx, "release", l.key, err)
 	case !ok:
 		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)

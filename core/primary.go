@@ -97,10 +97,26 @@ func parseAcquire(res []any) (acquireReply, error) {
 	}}, nil
 }
 
-func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, error) {
+func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
 	v, err := releaseScript.Run(ctx, p.rdb, []string{n.key}, token, n.channel, ms(fenceKeep)).Int64()
-	return v == 1, err
+	if err != nil || v < 1 {
+		return false, 0, err
+	}
+	return true, int(v - 1), nil
 }
+
+func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error) {
+	res, err := p.run(ctx, handoffScript, []string{n.key}, from, to.token, ms(to.ttl), to.owner, to.meta).Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	if len(res) >= 2 && asInt(res[0]) == 1 {
+		return acquireReply{ok: true, fence: asInt(res[1])}, nil
+	}
+	return acquireReply{}, nil
+}
+
+func (p *primary) canHandoff() bool { return true }
 
 func (p *primary) extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error) {
 	v, err := p.run(ctx, extendScript, []string{n.key}, token, ms(ttl)).Int64()

@@ -1,14 +1,32 @@
 package core
 
+import "time"
+
+// Local hand-off limits.
+const (
+	// maxStreak bounds direct hand-offs in a row inside one process; then the
+	// lock is released publicly so waiters of other processes get a turn.
+	maxStreak = 16
+	// yieldDelay: after a public release heard by waiters elsewhere, the
+	// local head waits this long, so a remote waiter can take its turn.
+	yieldDelay = 2 * time.Millisecond
+)
+
 // keyQueue is this Client's local FIFO for one lock. Only the head talks to
 // Redis, and only while no lease of this Client holds the lock, so a hot key
-// costs Redis O(1) commands per hand-off however many goroutines wait.
-// Fields are guarded by Client.qmu.
+// costs Redis O(1) commands per hand-off however many goroutines wait. When
+// a lease of this Client releases with a waiter queued, the lock is handed
+// to that waiter in one script (no second round trip, nobody else woken),
+// at most maxStreak times in a row. Fields are guarded by Client.qmu.
 type keyQueue struct {
 	waiters []*waiter
-	held    int // leases of this Client holding the lock (0 or 1 unless one was lost unnoticed)
-	// sub is the channel subscription shared by successive heads while the
-	// queue has waiters, so a hand-off inside the process does not resubscribe.
+	held    int    // leases of this Client holding the lock (0 or 1 unless one was lost unnoticed)
+	holder  Holder // the local holder, for waiters' telemetry
+	streak  int    // direct hand-offs in a row
+	yield   time.Time
+	// sub is the notification subscription shared by successive heads while
+	// the queue has waiters, so a hand-off inside the process does not
+	// resubscribe.
 	sub waitSub
 	// wake is poked by notifications for this key (release messages and
 	// subscription confirmations); the head waits on it.
@@ -17,71 +35,161 @@ type keyQueue struct {
 
 type waiter struct {
 	// turn gets a value when the waiter becomes the head with the lock not
-	// held locally, and again when a local holder releases.
+	// held locally, when a local holder releases, and when it is granted
+	// the lock by a direct hand-off.
 	turn chan struct{}
+	req  acquireReq
+	// handing: a releaser is passing the lock to this waiter right now.
+	// abandoned: the waiter left meanwhile. grant: the hand-off succeeded.
+	handing, abandoned bool
+	grant              *grant
 }
 
-// enqueue adds a waiter; false when maxWaiters (> 0) are already waiting.
-func (c *Client) enqueue(rkey string, maxWaiters int) (*waiter, bool) {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
+type grant struct {
+	fence int64
+	sent  time.Time
+}
+
+func (c *Client) queue(rkey string) *keyQueue {
 	q := c.queues[rkey]
 	if q == nil {
 		q = &keyQueue{wake: make(chan struct{}, 1)}
 		c.queues[rkey] = q
 	}
+	return q
+}
+
+// enqueue adds a waiter; false when maxWaiters (> 0) are already waiting.
+// holder is the local holder when the waiter queues behind one.
+func (c *Client) enqueue(rkey string, req acquireReq, maxWaiters int) (w *waiter, holder Holder, ok bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queue(rkey)
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
-		return nil, false
+		return nil, q.holder, false
 	}
-	w := &waiter{turn: make(chan struct{}, 1)}
+	w = &waiter{turn: make(chan struct{}, 1), req: req}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 && q.held == 0 {
 		w.turn <- struct{}{}
 	}
-	return w, true
+	if q.held > 0 {
+		holder = q.holder
+	}
+	return w, holder, true
 }
 
-// dequeue removes w; acquired: it now holds the lock.
-func (c *Client) dequeue(rkey string, w *waiter, acquired bool) {
+// dequeue removes w after its acquire ended; acquired: it now holds the
+// lock, by its own attempt or by a grant (which the releaser counted).
+func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[rkey]
+	q := c.queues[n.key]
+	c.remove(q, w)
+	switch {
+	case w.grant != nil && !acquired:
+		// Granted, but the caller gave up at the same moment: give it back.
+		w.grant = nil
+		q.held--
+		c.releaseLater(n, w.req.token)
+	case w.grant != nil:
+		q.holder = h
+	case acquired:
+		q.held++
+		q.holder = h
+	case w.handing:
+		w.abandoned = true // the releaser finishes the hand-off and gives it back
+	}
+	c.settle(n.key, q)
+}
+
+func (c *Client) remove(q *keyQueue, w *waiter) {
 	for i, x := range q.waiters {
 		if x == w {
 			copy(q.waiters[i:], q.waiters[i+1:])
 			q.waiters[len(q.waiters)-1] = nil
 			q.waiters = q.waiters[:len(q.waiters)-1]
-			break
+			return
 		}
 	}
-	if acquired {
-		q.held++
+}
+
+// takeGrant reports whether w was handed the lock.
+func (c *Client) takeGrant(w *waiter) *grant {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	return w.grant
+}
+
+// pickHandoff chooses the waiter a releasing lease of this Client passes
+// the lock to, or nil: no waiter, the streak is used up, or the backend
+// cannot hand off.
+func (c *Client) pickHandoff(rkey string) *waiter {
+	if !c.b.canHandoff() {
+		return nil
 	}
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queues[rkey]
+	if q == nil || q.held != 1 || len(q.waiters) == 0 {
+		return nil
+	}
+	if q.streak >= maxStreak {
+		q.streak = 0
+		return nil
+	}
+	w := q.waiters[0]
+	w.handing = true
+	return w
+}
+
+// finishHandoff records the outcome of a hand-off to w. It returns true
+// when w left meanwhile and the lock (now w's) must be given back.
+func (c *Client) finishHandoff(rkey string, w *waiter, ok bool, g grant) (giveBack bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queues[rkey]
+	w.handing = false
+	switch {
+	case ok && !w.abandoned:
+		c.remove(q, w)
+		w.grant = &g
+		q.streak++
+		w.turn <- struct{}{}
+		return false // held stays 1: the lock moved from one local lease to another
+	case ok:
+		giveBack = true
+	}
+	q.held--
+	q.streak = 0
 	c.settle(rkey, q)
+	return giveBack
 }
 
 // localBusy: this Client holds rkey or queues for it (NoWait refuses then).
-func (c *Client) localBusy(rkey string) bool {
+func (c *Client) localBusy(rkey string) (Holder, bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
-	return q != nil && (q.held > 0 || len(q.waiters) > 0)
+	if q != nil && (q.held > 0 || len(q.waiters) > 0) {
+		return q.holder, true
+	}
+	return Holder{}, false
 }
 
 // localAcquired counts a lease taken without queueing (TryAcquire, NoWait).
-func (c *Client) localAcquired(rkey string) {
+func (c *Client) localAcquired(rkey string, h Holder) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[rkey]
-	if q == nil {
-		q = &keyQueue{wake: make(chan struct{}, 1)}
-		c.queues[rkey] = q
-	}
+	q := c.queue(rkey)
 	q.held++
+	q.holder = h
 }
 
 // localRelease: a lease of this Client on rkey ended; the head may go.
-func (c *Client) localRelease(rkey string) {
+// listeners > subscribed: waiters elsewhere heard the release, so the
+// local head yields for a moment.
+func (c *Client) localRelease(rkey string, listeners int) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
@@ -91,7 +199,27 @@ func (c *Client) localRelease(rkey string) {
 	if q.held > 0 {
 		q.held--
 	}
+	q.streak = 0
+	own := 0
+	if q.sub != nil {
+		own = 1
+	}
+	if listeners > own && len(q.waiters) > 0 {
+		q.yield = time.Now().Add(yieldDelay)
+	}
 	c.settle(rkey, q)
+}
+
+// yieldUntil is when the head may attempt after a public release.
+func (c *Client) yieldUntil(rkey string) time.Time {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[rkey]; q != nil {
+		y := q.yield
+		q.yield = time.Time{}
+		return y
+	}
+	return time.Time{}
 }
 
 // settle wakes the head when the lock is not held locally and drops the

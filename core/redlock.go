@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -224,7 +225,8 @@ func (q *quorum) acquire(ctx context.Context, n redisNames, r acquireReq) (acqui
 // node timeout, ignoring failures (the TTL covers them).
 func (q *quorum) releaseToken(ctx context.Context, n redisNames, token string) {
 	fanOut(context.WithoutCancel(ctx), q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
-		return p.release(ctx, n, token)
+		ok, _, err := p.release(ctx, n, token)
+		return ok, err
 	})
 }
 
@@ -251,11 +253,28 @@ func (q *quorum) tally(op string, res []nodeResult[bool]) (bool, error) {
 	return false, qe
 }
 
-func (q *quorum) release(ctx context.Context, n redisNames, token string) (bool, error) {
-	return q.tally("release", fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
-		return p.release(ctx, n, token)
+func (q *quorum) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
+	var listeners atomic.Int64
+	ok, err := q.tally("release", fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
+		ok, l, err := p.release(ctx, n, token)
+		for { // the most listeners any node saw
+			cur := listeners.Load()
+			if int64(l) <= cur || listeners.CompareAndSwap(cur, int64(l)) {
+				break
+			}
+		}
+		return ok, err
 	}))
+	return ok, int(listeners.Load()), err
 }
+
+// handoff is not done under Redlock: a hand-off would need a majority
+// round of its own, so the lock is released and re-acquired instead.
+func (q *quorum) handoff(context.Context, redisNames, string, acquireReq) (acquireReply, error) {
+	return acquireReply{}, errors.New("lockkit: no direct hand-off under Redlock")
+}
+
+func (q *quorum) canHandoff() bool { return false }
 
 func (q *quorum) extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error) {
 	return q.tally("extend", fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (bool, error) {

@@ -18,6 +18,10 @@ var (
 	releaseLua    string
 	releaseScript = redis.NewScript(releaseLua)
 
+	//go:embed scripts/handoff.lua
+	handoffLua    string
+	handoffScript = redis.NewScript(handoffLua)
+
 	//go:embed scripts/extend.lua
 	extendLua    string
 	extendScript = redis.NewScript(extendLua)

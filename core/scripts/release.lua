@@ -5,16 +5,17 @@
 -- ARGV[2]  notification channel of the lock
 -- ARGV[3]  how long the last fencing token is kept after release (ms)
 --
--- Returns 1 when the token held the lock (or had already released it: a
--- re-sent release reports the same), 0 when it did not. Only the owner's
+-- Returns 1 + the number of subscribers that got the release message when
+-- the token held the lock (1 when it had already released it: a re-sent
+-- release), 0 when it did not. The subscriber count tells a process whether
+-- waiters elsewhere exist (fairness of local hand-offs). Only the owner's
 -- fields are removed; the last fencing token stays for ARGV[3] ms so the next
 -- holder's token is larger even within one microsecond of server time.
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
   redis.call('HDEL', KEYS[1], 'o', 'w', 'm')
   redis.call('HSET', KEYS[1], 'r', ARGV[1])
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  redis.call('PUBLISH', ARGV[2], 'released')
-  return 1
+  return 1 + redis.call('PUBLISH', ARGV[2], 'released')
 end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
   return 1

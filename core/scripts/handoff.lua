@@ -1,0 +1,28 @@
+-- handoff.lua: pass a held lock straight to the next waiter of the same
+-- process, in one step (release + acquire in one round trip).
+--
+-- KEYS[1]  the lock hash
+-- ARGV[1]  owner token of the releasing lease
+-- ARGV[2]  owner token of the receiving lease
+-- ARGV[3]  TTL of the receiving lease (ms)
+-- ARGV[4]  owner id          ARGV[5]  holder metadata of the receiver
+--
+-- Returns {1, fence} when the receiver now holds the lock (also when this is
+-- a re-send of a hand-off that already ran), {0} when the releasing token did
+-- not hold it. Nobody is notified: the lock never became free. The
+-- receiver's fencing token is larger than the releaser's, as for any acquire.
+local h = redis.call('HMGET', KEYS[1], 'o', 'f')
+if h[1] ~= ARGV[1] then
+  if h[1] == ARGV[2] then
+    return {1, h[2]}
+  end
+  return {0}
+end
+local t = redis.call('TIME')
+local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local last = tonumber(h[2] or '0')
+if last >= fence then fence = last + 1 end
+fence = string.format('%d', fence)
+redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', fence, 'w', ARGV[4], 'm', ARGV[5], 'r', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return {1, fence}
