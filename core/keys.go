@@ -32,7 +32,7 @@ const (
 //	o  owner token of the current lease (absent when free)
 //	f  last fencing token (kept fenceKeep after release)
 //	w  owner id of the holder        m  holder metadata (Observer)
-//	r  last released owner token (makes a re-sent release answer the same)
+//	r  last released (or handed-off) owner token: a re-sent release answers the same
 //
 // It has the lease's TTL while held and fenceKeep once released. One lock is one
 // Redis key, so all of its state lives in one cluster hash slot whatever braces
