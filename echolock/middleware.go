@@ -176,4 +176,3 @@ func Lease(c echo.Context) (*core.Lease, bool) {
 	}
 	return core.LeaseFromContext(c.Request().Context())
 }
-
