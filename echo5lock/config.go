@@ -49,14 +49,17 @@ type Config struct {
 	// fencing token.
 	TokenHeader string
 
-	// DenyHandler is called when the lock is held by another request past
-	// the wait budget (or NoWait). err is the default *echo.HTTPError (409,
-	// wrapping a *core.NotAcquiredError); what it returns is returned to
-	// echo. Default: return err.
+	// DenyHandler is called instead of returning the 409 when the lock is
+	// held by another request past the wait budget (or NoWait), with the
+	// request's key and the core error (a *core.NotAcquiredError). What it
+	// returns goes to echo; Retry-After is already set on the response.
 	DenyHandler func(c *echo.Context, key string, err error) error
-	// ErrorHandler is called for every other outcome that stops the request:
-	// err is the default *echo.HTTPError (400, 500, 503, or 499 when the
-	// client went away), wrapping the core error. What it returns is
-	// returned to echo. Default: return err, except nil for 499.
+	// ErrorHandler is called instead of returning the default answer for
+	// every other outcome that stops the request, with the core error:
+	// core.ErrInvalidKey (400), ErrUnavailable (503), context.DeadlineExceeded
+	// (503), a misconfiguration (500: keyspec's unknown route parameter,
+	// core.ErrInvalidOption, core.ErrWouldDeadlock), or context.Canceled when
+	// the client went away (by default nothing is returned then). What it
+	// returns goes to echo.
 	ErrorHandler func(c *echo.Context, err error) error
 }

@@ -153,19 +153,16 @@ func (m *lockMiddleware) stop(c echo.Context, key string, k adapt.Kind, cause er
 	if a.RetryAfter != "" {
 		c.Response().Header().Set(keyspec.HeaderRetryAfter, a.RetryAfter)
 	}
-	herr := echo.NewHTTPError(a.Status, a.Message()).SetInternal(cause)
 	switch {
 	case k == adapt.Contended && m.cfg.DenyHandler != nil:
-		return m.cfg.DenyHandler(c, key, herr)
-	case k == adapt.Contended:
-		return herr
-	case m.cfg.ErrorHandler != nil:
-		return m.cfg.ErrorHandler(c, herr)
+		return m.cfg.DenyHandler(c, key, cause)
+	case k != adapt.Contended && m.cfg.ErrorHandler != nil:
+		return m.cfg.ErrorHandler(c, cause)
 	case k == adapt.ClientGone:
 		c.Response().Status = a.Status // nobody to answer: record 499 for the access log
 		return nil
 	}
-	return herr
+	return echo.NewHTTPError(a.Status, a.Message()).SetInternal(cause)
 }
 
 // Lease returns the lease the request holds: false when the middleware did
