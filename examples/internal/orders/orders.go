@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -192,8 +193,8 @@ func ParseAmount(s string) (int64, error) {
 	if s == "" {
 		return DefaultAmount, nil
 	}
-	var n int64
-	if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
 		return 0, fmt.Errorf("%w: %q", ErrBadAmount, s)
 	}
 	return n, nil

@@ -69,7 +69,7 @@ func TestRules(t *testing.T) {
 			t.Errorf("ParseAmount(%q) = %d %v", in, n, err)
 		}
 	}
-	for _, in := range []string{"0", "-5", "abc"} {
+	for _, in := range []string{"0", "-5", "abc", "12abc"} {
 		if _, err := orders.ParseAmount(in); !errors.Is(err, orders.ErrBadAmount) {
 			t.Errorf("ParseAmount(%q) = %v", in, err)
 		}
