@@ -15,7 +15,8 @@
 // The middleware waits on c.Request.Context() (Wait, default 10s, or NoWait),
 // then runs the rest of the chain with c.Request's context replaced by one
 // that carries the lease (Lease(c), core.LeaseFromContext) and is cancelled
-// when the request ends or the lease is lost (context.Cause ErrLost). The
+// when the request ends or the lease is lost (context.Cause ErrLost); with
+// gin's ContextWithFallback, c itself then behaves the same. The
 // lock is released in a defer with a detached, bounded context once the
 // handler has returned: a client hanging up, a panic (with gin.Recovery in
 // front) or gin-contrib/timeout answering early never strand it, and the

@@ -49,8 +49,9 @@ func KeyFromRoute() Option {
 	return func(c *config) { c.keyOpts++; c.key = routeKey }
 }
 
-// Wait sets how long a request waits for a held lock before 409 (default
-// adapt.DefaultWait, 10s). The request's own context still bounds it.
+// Wait sets how long a request waits for a held lock before 409 (0 or
+// unset: 10s). The request's own context still bounds it; NoWait does not
+// wait at all.
 func Wait(d time.Duration) Option { return func(c *config) { c.adapt.Wait = d } }
 
 // NoWait answers 409 at once when the lock is held.

@@ -37,7 +37,7 @@ func main() {
 
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet("gin", flag.ContinueOnError)
-	addr := fs.String("addr", serve.Listen(getenv, "127.0.0.1:8080"), "listen address (env ADDR)")
+	addr := fs.String("addr", serve.Addr(getenv, "127.0.0.1:8080"), "listen address (env ADDR)")
 	work := fs.Duration("work", 20*time.Millisecond, "time each order write takes (a slow database)")
 	noLock := fs.Bool("nolock", false, "serve without the lock middleware (to watch updates get lost)")
 	if err := fs.Parse(args); err != nil {

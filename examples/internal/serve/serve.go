@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Listen is where the examples listen by default: loopback only.
-func Listen(getenv func(string) string, def string) string {
+// Addr is the listen address: $ADDR, else def (the examples default to loopback).
+func Addr(getenv func(string) string, def string) string {
 	if a := getenv("ADDR"); a != "" {
 		return a
 	}
