@@ -161,7 +161,7 @@ func TestOutcomesAreHTTPErrors(t *testing.T) {
 	}{
 		{"/orders/1/ship", 409, core.ErrNotAcquired, "1"},
 		{"/tenant", 400, core.ErrInvalidKey, ""},
-		{"/bad/1", 500, keyspec.ErrNoRouteParam, ""},
+		{"/bad/1", 500, echo5lock.ErrNoRouteParam, ""},
 	} {
 		w := serve(e, http.MethodPost, tc.target)
 		if w.Code != tc.status || len(got) != i+1 {

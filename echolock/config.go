@@ -57,7 +57,7 @@ type Config struct {
 	// ErrorHandler is called instead of returning the default answer for
 	// every other outcome that stops the request, with the core error:
 	// core.ErrInvalidKey (400), ErrUnavailable (503), context.DeadlineExceeded
-	// (503), a misconfiguration (500: keyspec's unknown route parameter,
+	// (503), a misconfiguration (500: ErrNoRouteParam,
 	// core.ErrInvalidOption, core.ErrWouldDeadlock), or context.Canceled when
 	// the client went away (by default nothing is returned then). What it
 	// returns goes to echo.
