@@ -1,0 +1,12 @@
+// Package echo5lock is echolock for echo v5: the same configuration, key
+// specs, outcomes and guarantees, with echo v5's glue (*echo.Context,
+// Config.ToMiddleware returning an error rather than panicking). Everything
+// but that glue is shared with echolock and ginlock (internal/adapt,
+// internal/keyspec).
+//
+//	mw, err := echo5lock.Config{Client: client, KeyParts: "const:order,param:id"}.ToMiddleware()
+//	if err != nil { ... }
+//	e.POST("/orders/:id/pay", pay, mw)
+//
+// See echolock's documentation for the behaviour; it is identical.
+package echo5lock

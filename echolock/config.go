@@ -1,0 +1,65 @@
+package echolock
+
+import (
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// Config configures the middleware. Client and one of KeyParts or KeyFunc
+// are required.
+type Config struct {
+	// Skipper skips the middleware when it returns true.
+	Skipper middleware.Skipper
+
+	// Client is the lock engine.
+	Client *core.Client
+
+	// KeyParts is the key spec: comma-separated "source:name" parts, all
+	// required and joined in order; sources const, param, header, query,
+	// cookie. "const:order,param:id" gives "order:42" for /orders/42.
+	KeyParts string
+	// KeyFunc returns the whole key instead of KeyParts, used verbatim (so
+	// build it with core.JoinKey when it has parts). An error or "" answers 400.
+	KeyFunc func(c echo.Context) (string, error)
+
+	// Wait is how long a request waits for a held lock before 409
+	// (0: 10s). The request's own context still bounds it.
+	Wait time.Duration
+	// NoWait answers 409 at once when the lock is held.
+	NoWait bool
+	// TTL is the lease TTL (0: the Client's). The lease is renewed while the
+	// handler runs; the TTL is how long a crashed replica blocks others.
+	TTL time.Duration
+	// FailOpen runs the handler without the lock when Redis is unavailable
+	// (the Observer's Unlocked is told). Default: fail-closed, 503.
+	FailOpen bool
+	// ReleaseTimeout bounds the release after the handler returned (0: 5s).
+	ReleaseTimeout time.Duration
+	// AcquireOptions are passed to every acquire (core.Reentrant(), ...).
+	AcquireOptions []core.AcquireOption
+
+	// RetryAfter gives the Retry-After of 409 and 503 answers (nil: 1s;
+	// rounded up to whole seconds).
+	RetryAfter func(error) time.Duration
+	// TokenHeader, when set, is the response header carrying the lease's
+	// fencing token.
+	TokenHeader string
+
+	// DenyHandler is called instead of returning the 409 when the lock is
+	// held by another request past the wait budget (or NoWait), with the
+	// request's key and the core error (a *core.NotAcquiredError). What it
+	// returns goes to echo; Retry-After is already set on the response.
+	DenyHandler func(c echo.Context, key string, err error) error
+	// ErrorHandler is called instead of returning the default answer for
+	// every other outcome that stops the request, with the core error:
+	// core.ErrInvalidKey (400), ErrUnavailable (503), context.DeadlineExceeded
+	// (503), a misconfiguration (500: ErrNoRouteParam,
+	// core.ErrInvalidOption, core.ErrWouldDeadlock), or context.Canceled when
+	// the client went away (by default nothing is returned then). What it
+	// returns goes to echo.
+	ErrorHandler func(c echo.Context, err error) error
+}

@@ -1,0 +1,10 @@
+package echolock_test
+
+import (
+	"testing"
+
+	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+)
+
+// The behaviour every HTTP adapter shares (issue 3's list), on echo v4.
+func TestConformance(t *testing.T) { conformance.Run(t, conformance.Echo) }

@@ -1,0 +1,37 @@
+// Package echolock is echo (v4) middleware that runs a handler under a
+// distributed lock (lockkit's core engine on Redis), so requests touching
+// the same resource run one at a time across every replica and every route
+// that names it:
+//
+//	lockOrder := echolock.New(client, "const:order,param:id")
+//	e.POST("/orders/:id/pay", pay, lockOrder)
+//	e.POST("/orders/:id/refund", refund, lockOrder) // same key "order:<id>"
+//
+// KeyParts lists the parts of the key, every one required and all joined
+// in order by core.BuildKey (not echo's first-found KeyLookup): sources
+// const, param, header, query and cookie. "const:order,param:id" gives
+// exactly "order:42", the key gin and gRPC build from the same parts.
+// KeyFunc returns a whole key instead (used verbatim). The route template
+// (c.Path()) is only the telemetry name; a request that matched no route and
+// a CORS preflight (OPTIONS) pass through unlocked.
+//
+// The middleware waits on the request's context, then calls the handler with
+// the request's context replaced by one that carries the lease (Lease(c),
+// core.LeaseFromContext) and is cancelled when the request ends or the lease
+// is lost (context.Cause ErrLost). The lock is released in a defer, with a
+// detached and bounded context, once the handler returned: a client hanging
+// up or a panic (with middleware.Recover in front) never strands it.
+//
+// Outcomes are returned as *echo.HTTPError to the app's HTTPErrorHandler
+// (Retry-After set on the response before returning; the middleware itself
+// never writes): 409 when another request holds the lock past the wait
+// budget, 503 when Redis is unreachable (fail-closed; FailOpen runs the
+// handler unlocked and tells the Observer) or the request's deadline passed
+// while waiting, 400 when the key cannot be taken from the request, 500 when
+// the server is misconfigured. The HTTPError wraps the core error
+// (errors.Is(err, core.ErrNotAcquired)). DenyHandler (409) and ErrorHandler
+// (the rest) replace them. Nothing is returned for a client that went away
+// while waiting (499 is recorded as the status for the access log).
+//
+// echo5lock is the same middleware for echo v5.
+package echolock

@@ -1,0 +1,175 @@
+package echolock
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/keyspec"
+)
+
+// New returns the lock middleware keyed by the key spec keyParts, e.g.
+// "const:order,param:id". It panics on a nil client or a bad spec.
+func New(client *core.Client, keyParts string) echo.MiddlewareFunc {
+	return NewWithConfig(Config{Client: client, KeyParts: keyParts})
+}
+
+// NewWithConfig returns the lock middleware; it panics on an invalid
+// configuration (echo's norm), ToMiddleware returns the error instead.
+func NewWithConfig(config Config) echo.MiddlewareFunc {
+	mw, err := config.ToMiddleware()
+	if err != nil {
+		panic("echolock: " + err.Error())
+	}
+	return mw
+}
+
+// ToMiddleware checks the configuration and returns the middleware.
+func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
+	m := &lockMiddleware{
+		cfg: config,
+		acq: adapt.Config{
+			Client: config.Client, Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL,
+			FailOpen: config.FailOpen, ReleaseTimeout: config.ReleaseTimeout, Options: config.AcquireOptions,
+		},
+	}
+	if err := keyspec.Check(m.acq); err != nil {
+		return nil, err
+	}
+	switch {
+	case config.KeyParts != "" && config.KeyFunc != nil:
+		return nil, fmt.Errorf("%w: both KeyParts and KeyFunc set; choose one", keyspec.ErrConfig)
+	case config.KeyFunc != nil:
+		m.key = func(c echo.Context) (string, error) { return keyspec.WholeKey(config.KeyFunc(c)) }
+	case config.KeyParts != "":
+		specs, err := keyspec.Parse(config.KeyParts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: KeyParts: %w", keyspec.ErrConfig, err)
+		}
+		parts := reader.Parts(specs)
+		m.key = func(c echo.Context) (string, error) { return core.BuildKey(c, parts) }
+	default:
+		return nil, fmt.Errorf("%w: no key source; set KeyParts (e.g. \"const:order,param:id\") or KeyFunc", keyspec.ErrConfig)
+	}
+	return m.wrap, nil
+}
+
+var reader = keyspec.Reader[echo.Context]{
+	Param: func(c echo.Context, name string) (string, bool) {
+		for i, n := range c.ParamNames() {
+			if n == name {
+				if vs := c.ParamValues(); i < len(vs) {
+					return vs[i], true
+				}
+				return "", true
+			}
+		}
+		return "", false
+	},
+	Header: func(c echo.Context, name string) string { return c.Request().Header.Get(name) },
+	Query:  func(c echo.Context, name string) string { return c.QueryParam(name) },
+	Cookie: func(c echo.Context, name string) string {
+		ck, err := c.Cookie(name)
+		if err != nil {
+			return ""
+		}
+		return ck.Value
+	},
+}
+
+type lockMiddleware struct {
+	cfg Config
+	acq adapt.Config
+	key func(echo.Context) (string, error)
+
+	notFound sync.Map // "METHOD path" → whether the route is only a catch-all 404
+}
+
+func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		name := c.Path()
+		if req.Method == http.MethodOptions || !m.routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
+			return next(c)
+		}
+		key, err := m.key(c)
+		if err != nil {
+			return m.stop(c, key, keyspec.KeyKind(err), err)
+		}
+		g := m.acq.Acquire(req.Context(), key, name)
+		if !g.OK() {
+			return m.stop(c, key, g.Kind, g.Err)
+		}
+		defer func() {
+			c.SetRequest(req)
+			_ = g.Release() // a loss already cancelled the handler's context; the Observer saw both
+		}()
+		c.SetRequest(req.WithContext(g.Ctx))
+		if m.cfg.TokenHeader != "" && g.Lease != nil {
+			c.Response().Header().Set(m.cfg.TokenHeader, strconv.FormatInt(g.Lease.Token(), 10))
+		}
+		return next(c)
+	}
+}
+
+// routed reports whether the request matched a route of its own. echo v4
+// gives a 405 the path of the route it nearly matched, and a group's Use
+// sends unmatched paths through the group's middleware on a catch-all
+// RouteNotFound route: neither is a route to lock.
+func (m *lockMiddleware) routed(c echo.Context, path string) bool {
+	if path == "" {
+		return false
+	}
+	h := reflect.ValueOf(c.Handler()).Pointer()
+	if h == reflect.ValueOf(echo.NotFoundHandler).Pointer() || h == reflect.ValueOf(echo.MethodNotAllowedHandler).Pointer() {
+		return false
+	}
+	id := c.Request().Method + " " + path
+	if v, ok := m.notFound.Load(id); ok {
+		return !v.(bool)
+	}
+	// Once per route template and method: routes are not added while serving.
+	var catchAll, own bool
+	for _, r := range c.Echo().Routes() {
+		if r.Path == path {
+			catchAll = catchAll || r.Method == echo.RouteNotFound
+			own = own || r.Method == c.Request().Method
+		}
+	}
+	nf := catchAll && !own
+	m.notFound.Store(id, nf)
+	return !nf
+}
+
+// stop returns the outcome of a request that may not run, never writing it.
+func (m *lockMiddleware) stop(c echo.Context, key string, k adapt.Kind, cause error) error {
+	a := keyspec.AnswerFor(k, cause, m.cfg.RetryAfter)
+	if a.RetryAfter != "" {
+		c.Response().Header().Set(keyspec.HeaderRetryAfter, a.RetryAfter)
+	}
+	switch {
+	case k == adapt.Contended && m.cfg.DenyHandler != nil:
+		return m.cfg.DenyHandler(c, key, cause)
+	case k != adapt.Contended && m.cfg.ErrorHandler != nil:
+		return m.cfg.ErrorHandler(c, cause)
+	case k == adapt.ClientGone:
+		c.Response().Status = a.Status // nobody to answer: record 499 for the access log
+		return nil
+	}
+	return echo.NewHTTPError(a.Status, a.Message()).SetInternal(cause)
+}
+
+// Lease returns the lease the request holds: false when the middleware did
+// not lock this request (skipped, unmatched route, OPTIONS, fail-open).
+func Lease(c echo.Context) (*core.Lease, bool) {
+	if c == nil || c.Request() == nil {
+		return nil, false
+	}
+	return core.LeaseFromContext(c.Request().Context())
+}

@@ -1,0 +1,111 @@
+// Package embedded gives the examples a Redis: the one REDIS_URL names, or
+// when it is unset an in-process miniredis, so `go run ./examples/...`
+// works on a machine with no Redis at all. It knows nothing of any web
+// framework; the gin, echo and gRPC examples and the demo share it.
+//
+// miniredis does not expire keys by itself (its clock only moves when told
+// to), so the embedded server gets a ticker that advances it in real time:
+// lock TTLs then run out as they would on a real Redis, which is what a
+// crashed holder's lock needs.
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// EnvURL is the environment variable the examples read the Redis URL from.
+const EnvURL = "REDIS_URL"
+
+// tick is how often the embedded server's clock is advanced: the TTL
+// resolution of the embedded server.
+const tick = 50 * time.Millisecond
+
+// Redis is a connected go-redis client and, when embedded, the miniredis
+// behind it.
+type Redis struct {
+	// Client has ContextTimeoutEnabled, as core.New requires.
+	Client *redis.Client
+	// Desc says where the data lives, for the startup line.
+	Desc string
+	// Embedded is true when no URL was given.
+	Embedded bool
+
+	mr   *miniredis.Miniredis
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// Open connects to url ("redis://host:port/db", see redis.ParseURL), or
+// starts an embedded miniredis when url is "". The connection is checked
+// with a PING bounded by ctx.
+func Open(ctx context.Context, url string) (*Redis, error) {
+	if url == "" {
+		return openEmbedded()
+	}
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("embedded: %s: %w", EnvURL, err)
+	}
+	opt.ContextTimeoutEnabled = true
+	r := &Redis{Client: redis.NewClient(opt), Desc: "redis at " + opt.Addr}
+	if err := r.Client.Ping(ctx).Err(); err != nil {
+		_ = r.Client.Close()
+		return nil, fmt.Errorf("embedded: cannot reach %s: %w", opt.Addr, err)
+	}
+	return r, nil
+}
+
+func openEmbedded() (*Redis, error) {
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+		return nil, fmt.Errorf("embedded: start miniredis: %w", err)
+	}
+	r := &Redis{
+		Client:   redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}),
+		Desc:     "embedded miniredis at " + mr.Addr() + " (set " + EnvURL + " to use a real Redis)",
+		Embedded: true,
+		mr:       mr,
+		stop:     make(chan struct{}),
+	}
+	r.done.Add(1)
+	go r.advance()
+	return r, nil
+}
+
+// advance moves miniredis's clock with the real one, so TTLs expire.
+func (r *Redis) advance() {
+	defer r.done.Done()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case now := <-t.C:
+			r.mr.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+// Close closes the client and stops the embedded server.
+func (r *Redis) Close() error {
+	err := r.Client.Close()
+	if r.mr != nil {
+		close(r.stop)
+		r.done.Wait()
+		r.mr.Close()
+	}
+	if errors.Is(err, redis.ErrClosed) {
+		err = nil
+	}
+	return err
+}

@@ -1,0 +1,201 @@
+// Package orders is the small service behind the examples: an in-memory
+// order book standing in for a database, with the operations the example
+// routes run under a lock. It knows nothing of any web framework, so the
+// gin, echo and gRPC examples and the demo share it.
+//
+// Every write is a read-modify-write (read, think for Work, write): run
+// concurrently without a lock, payments and refunds of one order lose each
+// other's updates. The store is also fenced: each write carries the lock's
+// fencing token and a write with a token older than the last one the order
+// saw is refused (ErrStaleToken), so a holder that lost its lock (a long GC
+// pause, a partition) cannot overwrite its successor's work.
+package orders
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Errors of the operations.
+var (
+	ErrStaleToken     = errors.New("orders: stale fencing token: a newer lock holder already wrote this order")
+	ErrNotPaid        = errors.New("orders: nothing paid to refund or ship")
+	ErrAlreadyShipped = errors.New("orders: already shipped")
+	ErrBadAmount      = errors.New("orders: amount must be a positive number of cents")
+)
+
+// Order is one order's state.
+type Order struct {
+	ID       string `json:"id"`
+	Balance  int64  `json:"balance_cents"`
+	Payments int    `json:"payments"`
+	Refunds  int    `json:"refunds"`
+	Shipped  bool   `json:"shipped"`
+	// Token is the fencing token of the last write.
+	Token int64 `json:"token"`
+}
+
+// Export is the result of a tenant export.
+type Export struct {
+	Tenant string `json:"tenant"`
+	Number int    `json:"number"` // how many exports this tenant has run
+	Token  int64  `json:"token"`
+}
+
+// Store is the order book. The zero value is not usable; use NewStore.
+type Store struct {
+	// Work is the time between the read and the write of each operation
+	// (a slow database), which is when concurrent writers collide.
+	Work time.Duration
+
+	mu      sync.Mutex
+	orders  map[string]Order
+	exports map[string]Export
+}
+
+// NewStore returns an empty store whose operations take work.
+func NewStore(work time.Duration) *Store {
+	return &Store{Work: work, orders: map[string]Order{}, exports: map[string]Export{}}
+}
+
+// Get returns an order (the zero Order with the id when it does not exist).
+func (s *Store) Get(id string) Order {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orders[id]
+	if !ok {
+		o.ID = id
+	}
+	return o
+}
+
+// Pay adds cents to the order's balance. token is the fencing token of
+// the lock the caller holds on the order.
+func (s *Store) Pay(ctx context.Context, id string, token, cents int64) (Order, error) {
+	if cents <= 0 {
+		return Order{}, ErrBadAmount
+	}
+	return s.update(ctx, id, token, func(o *Order) error {
+		o.Balance += cents
+		o.Payments++
+		return nil
+	})
+}
+
+// Refund takes cents back from the balance.
+func (s *Store) Refund(ctx context.Context, id string, token, cents int64) (Order, error) {
+	if cents <= 0 {
+		return Order{}, ErrBadAmount
+	}
+	return s.update(ctx, id, token, func(o *Order) error {
+		if o.Balance < cents {
+			return fmt.Errorf("%w: balance %d < %d", ErrNotPaid, o.Balance, cents)
+		}
+		o.Balance -= cents
+		o.Refunds++
+		return nil
+	})
+}
+
+// Ship marks a paid order shipped, once.
+func (s *Store) Ship(ctx context.Context, id string, token int64) (Order, error) {
+	return s.update(ctx, id, token, func(o *Order) error {
+		switch {
+		case o.Shipped:
+			return ErrAlreadyShipped
+		case o.Balance <= 0:
+			return ErrNotPaid
+		}
+		o.Shipped = true
+		return nil
+	})
+}
+
+// update is the read-modify-write every operation does: read, work (ended
+// early when ctx ends: the client left or the lock was lost), then write
+// if the token is not older than the order's last.
+func (s *Store) update(ctx context.Context, id string, token int64, change func(*Order) error) (Order, error) {
+	o := s.Get(id)
+	if err := s.work(ctx); err != nil {
+		return Order{}, err
+	}
+	if err := change(&o); err != nil {
+		return Order{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.orders[id].Token {
+		return Order{}, ErrStaleToken
+	}
+	o.Token = token
+	s.orders[id] = o
+	return o, nil
+}
+
+// Export runs a tenant's export (one at a time per tenant, under the
+// tenant's lock).
+func (s *Store) Export(ctx context.Context, tenant string, token int64) (Export, error) {
+	s.mu.Lock()
+	e := s.exports[tenant]
+	s.mu.Unlock()
+	if err := s.work(ctx); err != nil {
+		return Export{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.exports[tenant].Token {
+		return Export{}, ErrStaleToken
+	}
+	e = Export{Tenant: tenant, Number: e.Number + 1, Token: token}
+	s.exports[tenant] = e
+	return e, nil
+}
+
+func (s *Store) work(ctx context.Context) error {
+	if s.Work <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(s.Work)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// HTTPStatus maps an operation's error to the status the examples answer.
+func HTTPStatus(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, ErrBadAmount):
+		return http.StatusBadRequest
+	case errors.Is(err, ErrStaleToken), errors.Is(err, ErrNotPaid), errors.Is(err, ErrAlreadyShipped):
+		return http.StatusConflict
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusServiceUnavailable // the lock was lost (core.ErrLost) or similar: try again
+}
+
+// DefaultAmount is the amount of a payment or refund without ?amount=.
+const DefaultAmount = 100
+
+// ParseAmount reads the ?amount= of a request: cents, DefaultAmount when "".
+func ParseAmount(s string) (int64, error) {
+	if s == "" {
+		return DefaultAmount, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%w: %q", ErrBadAmount, s)
+	}
+	return n, nil
+}

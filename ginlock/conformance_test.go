@@ -1,0 +1,10 @@
+package ginlock_test
+
+import (
+	"testing"
+
+	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+)
+
+// The behaviour every HTTP adapter shares (issue 3's list), on gin.
+func TestConformance(t *testing.T) { conformance.Run(t, conformance.Gin) }

@@ -1,0 +1,34 @@
+// Package ginlock is gin middleware that runs a handler under a distributed
+// lock (lockkit's core engine on Redis), so requests touching the same
+// resource run one at a time across every replica and every route that
+// names it:
+//
+//	lockOrder := ginlock.New(client, ginlock.Key(ginlock.Const("order"), ginlock.Param("id")))
+//	r.POST("/orders/:id/pay", lockOrder, pay)
+//	r.POST("/orders/:id/refund", lockOrder, refund) // same key "order:<id>": they exclude each other
+//
+// The key names the resource ("order:42", built by core.BuildKey, so echo
+// and gRPC build the same string from the same parts); the route template
+// (c.FullPath()) is only the telemetry name. A request that matched no route
+// and a CORS preflight (OPTIONS) pass through unlocked.
+//
+// The middleware waits on c.Request.Context() (Wait, default 10s, or NoWait),
+// then runs the rest of the chain with c.Request's context replaced by one
+// that carries the lease (Lease(c), core.LeaseFromContext) and is cancelled
+// when the request ends or the lease is lost (context.Cause ErrLost); with
+// gin's ContextWithFallback, c itself then behaves the same. The
+// lock is released in a defer with a detached, bounded context once the
+// handler has returned: a client hanging up, a panic (with gin.Recovery in
+// front) or gin-contrib/timeout answering early never strand it, and the
+// lock is held for as long as the handler runs.
+//
+// Outcomes follow DESIGN.md: 409 + Retry-After when another request holds
+// the lock past the wait budget, 503 + Retry-After when Redis is unreachable
+// (fail-closed; FailOpen runs the handler unlocked and tells the Observer)
+// or the request's deadline passed while waiting, 400 when the key cannot be
+// taken from the request, 500 when the server is misconfigured, all as
+// application/problem+json; nothing is answered to a client that went away
+// (499 is recorded for the access log). Every answer can be replaced with an
+// On* option, and every failure is added with c.Error so gin's logger and
+// otelgin see it.
+package ginlock

@@ -1,0 +1,102 @@
+package ginlock
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/keyspec"
+)
+
+// New returns the lock middleware. It panics, like gin-contrib middleware
+// does on a bad configuration, when client is nil, when there is no key
+// source (or more than one: Key and KeyFromRoute are alternatives), and on
+// option values the engine would reject on every request.
+func New(client *core.Client, opts ...Option) gin.HandlerFunc {
+	cfg := config{respond: map[adapt.Kind]Responder{}}
+	cfg.adapt.Client = client
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch {
+	case cfg.keyOpts == 0:
+		panic("ginlock: New: no key source; pass ginlock.Key(parts...) (e.g. Key(Const(\"order\"), Param(\"id\"))) or ginlock.KeyFromRoute()")
+	case cfg.keyOpts > 1:
+		panic("ginlock: New: more than one key source; pass either one ginlock.Key(...) or ginlock.KeyFromRoute()")
+	case cfg.key == nil:
+		panic("ginlock: New: ginlock.Key() needs at least one part")
+	}
+	if err := keyspec.Check(cfg.adapt); err != nil {
+		panic("ginlock: New: " + err.Error())
+	}
+	m := &middleware{cfg: cfg}
+	return m.handle
+}
+
+type middleware struct{ cfg config }
+
+func (m *middleware) handle(c *gin.Context) {
+	name := c.FullPath()
+	if name == "" || c.Request.Method == http.MethodOptions || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
+		c.Next() // no matched route, CORS preflight, or skipped: nothing to lock
+		return
+	}
+	key, err := m.cfg.key(c)
+	if err != nil {
+		m.stop(c, keyspec.KeyKind(err), err)
+		return
+	}
+	req := c.Request
+	g := m.cfg.adapt.Acquire(req.Context(), key, name)
+	if !g.OK() {
+		m.stop(c, g.Kind, g.Err)
+		return
+	}
+	defer func() {
+		c.Request = req
+		relErr := g.Release()
+		switch {
+		case g.Lease != nil && errors.Is(g.Lease.Err(), core.ErrLost):
+			// The lock was lost under the handler: loggers should know.
+			_ = c.Error(fmt.Errorf("ginlock: lock %q lost while the handler ran: %w", key, core.ErrLost))
+		case relErr != nil:
+			_ = c.Error(relErr)
+		}
+	}()
+	c.Request = req.WithContext(g.Ctx)
+	if m.cfg.tokenHdr != "" && g.Lease != nil {
+		c.Header(m.cfg.tokenHdr, strconv.FormatInt(g.Lease.Token(), 10))
+	}
+	c.Next()
+}
+
+// stop answers a request that may not run and aborts the chain.
+func (m *middleware) stop(c *gin.Context, k adapt.Kind, err error) {
+	_ = c.Error(err)
+	a := keyspec.AnswerFor(k, err, m.cfg.retryAfter)
+	if a.RetryAfter != "" {
+		c.Header(keyspec.HeaderRetryAfter, a.RetryAfter)
+	}
+	if f := m.cfg.respond[k]; f != nil {
+		f(c, err)
+	} else if a.Problem == nil {
+		c.Status(a.Status) // the client is gone: record the status, write no body
+	} else {
+		c.Data(a.Status, adapt.ProblemContentType, a.Problem.JSON())
+	}
+	c.Abort()
+}
+
+// Lease returns the lease the request holds: false when the middleware did
+// not lock this request (skipped, unmatched route, OPTIONS, fail-open).
+func Lease(c *gin.Context) (*core.Lease, bool) {
+	if c == nil || c.Request == nil {
+		return nil, false
+	}
+	return core.LeaseFromContext(c.Request.Context())
+}

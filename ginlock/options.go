@@ -1,0 +1,114 @@
+package ginlock
+
+import (
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+)
+
+// Option configures the middleware.
+type Option func(*config)
+
+// Responder answers a request the middleware stops. It must write the
+// response (or deliberately not); the middleware has already called
+// c.Error(err) and set Retry-After where it applies, and calls c.Abort()
+// after it. err matches the core sentinel of the outcome (ErrNotAcquired,
+// ErrUnavailable, ErrInvalidKey, context.DeadlineExceeded, ...).
+type Responder func(c *gin.Context, err error)
+
+type config struct {
+	adapt      adapt.Config
+	key        keyFunc
+	keyOpts    int // how many key options were given: exactly one is valid
+	skipper    func(*gin.Context) bool
+	retryAfter func(error) time.Duration
+	tokenHdr   string
+	respond    map[adapt.Kind]Responder
+}
+
+// Key builds the lock key from parts, joined by core.BuildKey:
+// Key(Const("order"), Param("id")) is "order:42" for /orders/42. Every part
+// is required: a missing or empty one answers 400 and the handler does not run.
+func Key(parts ...Part) Option {
+	return func(c *config) {
+		c.keyOpts++
+		if len(parts) > 0 {
+			c.key = partsKey(parts)
+		}
+	}
+}
+
+// KeyFromRoute locks the route template plus every path parameter: identical
+// requests run one at a time ("/orders/:id/pay" for id 42), different routes
+// or parameters do not wait for each other. It is an explicit choice; there
+// is no implicit key.
+func KeyFromRoute() Option {
+	return func(c *config) { c.keyOpts++; c.key = routeKey }
+}
+
+// Wait sets how long a request waits for a held lock before 409 (0 or
+// unset: 10s). The request's own context still bounds it; NoWait does not
+// wait at all.
+func Wait(d time.Duration) Option { return func(c *config) { c.adapt.Wait = d } }
+
+// NoWait answers 409 at once when the lock is held.
+func NoWait() Option { return func(c *config) { c.adapt.NoWait = true } }
+
+// TTL sets the lease TTL (default: the Client's); the lease is renewed
+// while the handler runs, so the TTL is only how long a crashed replica
+// blocks others.
+func TTL(d time.Duration) Option { return func(c *config) { c.adapt.TTL = d } }
+
+// FailOpen runs the handler without the lock when Redis is unavailable
+// (the Observer's Unlocked is told); the default is fail-closed (503).
+func FailOpen() Option { return func(c *config) { c.adapt.FailOpen = true } }
+
+// ReleaseTimeout bounds the release after the handler returned (default 5s).
+func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.adapt.ReleaseTimeout = d } }
+
+// AcquireOptions passes further core options to every acquire
+// (core.Reentrant(), core.MaxWaiters(n), core.NoRenew(), ...).
+func AcquireOptions(opts ...core.AcquireOption) Option {
+	return func(c *config) { c.adapt.Options = append(c.adapt.Options, opts...) }
+}
+
+// Skipper skips the middleware for requests where f returns true.
+func Skipper(f func(*gin.Context) bool) Option { return func(c *config) { c.skipper = f } }
+
+// RetryAfter sets the Retry-After of 409 and 503 answers from the error
+// (default 1s; rounded up to whole seconds). The holder's remaining TTL is
+// no guide: renewal keeps it near the full TTL.
+func RetryAfter(f func(error) time.Duration) Option { return func(c *config) { c.retryAfter = f } }
+
+// TokenHeader sets the response header that carries the lease's fencing
+// token (e.g. "Lock-Token"); off by default.
+func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = name } }
+
+// OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
+func OnContended(f Responder) Option { return on(f, adapt.Contended) }
+
+// OnUnavailable replaces the 503 answers: Redis unreachable (fail-closed)
+// and the request's deadline passing while it waited.
+func OnUnavailable(f Responder) Option { return on(f, adapt.Unavailable, adapt.Deadline) }
+
+// OnBadKey replaces the 400 answer (a key part missing from the request).
+func OnBadKey(f Responder) Option { return on(f, adapt.BadKey) }
+
+// OnError replaces the 500 answer (the server is misconfigured: a Param the
+// route does not have, an invalid core option, a nested lock of the same key).
+func OnError(f Responder) Option { return on(f, adapt.Misconfigured) }
+
+// OnClientGone replaces what happens when the client went away while
+// waiting; by default nothing is written and 499 is recorded as the status.
+func OnClientGone(f Responder) Option { return on(f, adapt.ClientGone) }
+
+func on(f Responder, kinds ...adapt.Kind) Option {
+	return func(c *config) {
+		for _, k := range kinds {
+			c.respond[k] = f
+		}
+	}
+}

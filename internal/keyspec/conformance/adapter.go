@@ -1,0 +1,182 @@
+package conformance
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	echo4 "github.com/labstack/echo/v4"
+	echo4mw "github.com/labstack/echo/v4/middleware"
+	echo5 "github.com/labstack/echo/v5"
+	echo5mw "github.com/labstack/echo/v5/middleware"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/echo5lock"
+	"github.com/lockkit/lockkit/echolock"
+	"github.com/lockkit/lockkit/ginlock"
+	"github.com/lockkit/lockkit/internal/keyspec"
+)
+
+// Route is one locked route, described so that every framework can serve it.
+type Route struct {
+	Method, Path string // "/orders/:id/pay": gin and echo share the syntax
+	Key          string // key spec, "const:order,param:id"
+	Wait         time.Duration
+	NoWait       bool
+	TTL          time.Duration
+	FailOpen     bool
+	TokenHeader  string
+	// Deadline, when set, is put on the request's context by a middleware in
+	// front of the lock (as gin-contrib/timeout or a gateway would).
+	Deadline time.Duration
+	Handler  Handler
+}
+
+// Handler is a route's handler, free of any framework: r is the request as
+// the handler sees it (r.Context() is the handler's context); lease and ok
+// are what the adapter's Lease accessor returned.
+type Handler func(w http.ResponseWriter, r *http.Request, lease *core.Lease, ok bool)
+
+// Adapter builds one replica's HTTP handler serving routes with one
+// framework and its lock adapter.
+type Adapter struct {
+	Name string
+	// ProblemJSON: the adapter writes its answers itself as
+	// application/problem+json (gin); echo's go to the HTTPErrorHandler.
+	ProblemJSON bool
+	Build       func(t testing.TB, client *core.Client, routes ...Route) http.Handler
+}
+
+// Gin serves routes with gin (Recovery in front) and ginlock.
+var Gin = Adapter{Name: "gin", ProblemJSON: true, Build: buildGin}
+
+// Echo serves routes with echo v4 (Recover in front) and echolock.
+var Echo = Adapter{Name: "echo", Build: buildEcho}
+
+// Echo5 serves routes with echo v5 (Recover in front) and echo5lock.
+var Echo5 = Adapter{Name: "echo5", Build: buildEcho5}
+
+// Adapters are all of them.
+var Adapters = []Adapter{Gin, Echo, Echo5}
+
+func withDeadline(r *http.Request, d time.Duration) (*http.Request, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(r.Context(), d)
+	return r.WithContext(ctx), cancel
+}
+
+func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
+	gin.SetMode(gin.TestMode)
+	e := gin.New()
+	e.Use(gin.RecoveryWithWriter(io.Discard)) // the panic scenario panics on purpose
+	for _, rt := range routes {
+		specs, err := keyspec.Parse(rt.Key)
+		if err != nil {
+			t.Fatalf("route %s: %v", rt.Path, err)
+		}
+		parts := make([]ginlock.Part, len(specs))
+		for i, s := range specs {
+			parts[i] = map[keyspec.Source]func(string) ginlock.Part{
+				keyspec.Const: ginlock.Const, keyspec.Param: ginlock.Param, keyspec.Header: ginlock.Header,
+				keyspec.Query: ginlock.Query, keyspec.Cookie: ginlock.Cookie,
+			}[s.Source](s.Name)
+		}
+		opts := []ginlock.Option{ginlock.Key(parts...), ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL)}
+		if rt.NoWait {
+			opts = append(opts, ginlock.NoWait())
+		}
+		if rt.FailOpen {
+			opts = append(opts, ginlock.FailOpen())
+		}
+		if rt.TokenHeader != "" {
+			opts = append(opts, ginlock.TokenHeader(rt.TokenHeader))
+		}
+		var chain []gin.HandlerFunc
+		if d := rt.Deadline; d > 0 {
+			chain = append(chain, func(c *gin.Context) {
+				var cancel context.CancelFunc
+				c.Request, cancel = withDeadline(c.Request, d)
+				defer cancel()
+				c.Next()
+			})
+		}
+		h := rt.Handler
+		chain = append(chain, ginlock.New(client, opts...), func(c *gin.Context) {
+			l, ok := ginlock.Lease(c)
+			h(c.Writer, c.Request, l, ok)
+		})
+		e.Handle(rt.Method, rt.Path, chain...)
+	}
+	return e
+}
+
+func buildEcho(t testing.TB, client *core.Client, routes ...Route) http.Handler {
+	e := echo4.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Use(echo4mw.RecoverWithConfig(echo4mw.RecoverConfig{DisablePrintStack: true}))
+	for _, rt := range routes {
+		var mws []echo4.MiddlewareFunc
+		if d := rt.Deadline; d > 0 {
+			mws = append(mws, func(next echo4.HandlerFunc) echo4.HandlerFunc {
+				return func(c echo4.Context) error {
+					r, cancel := withDeadline(c.Request(), d)
+					defer cancel()
+					c.SetRequest(r)
+					return next(c)
+				}
+			})
+		}
+		mw, err := echolock.Config{
+			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
+			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader,
+		}.ToMiddleware()
+		if err != nil {
+			t.Fatalf("route %s: %v", rt.Path, err)
+		}
+		h := rt.Handler
+		e.Add(rt.Method, rt.Path, func(c echo4.Context) error {
+			l, ok := echolock.Lease(c)
+			h(c.Response(), c.Request(), l, ok)
+			return nil
+		}, append(mws, mw)...)
+	}
+	return e
+}
+
+func buildEcho5(t testing.TB, client *core.Client, routes ...Route) http.Handler {
+	e := echo5.New()
+	recoverMW, err := echo5mw.RecoverConfig{DisablePrintStack: true}.ToMiddleware()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Use(recoverMW)
+	for _, rt := range routes {
+		var mws []echo5.MiddlewareFunc
+		if d := rt.Deadline; d > 0 {
+			mws = append(mws, func(next echo5.HandlerFunc) echo5.HandlerFunc {
+				return func(c *echo5.Context) error {
+					r, cancel := withDeadline(c.Request(), d)
+					defer cancel()
+					c.SetRequest(r)
+					return next(c)
+				}
+			})
+		}
+		mw, err := echo5lock.Config{
+			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
+			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader,
+		}.ToMiddleware()
+		if err != nil {
+			t.Fatalf("route %s: %v", rt.Path, err)
+		}
+		h := rt.Handler
+		e.Add(rt.Method, rt.Path, func(c *echo5.Context) error {
+			l, ok := echo5lock.Lease(c)
+			h(c.Response(), c.Request(), l, ok)
+			return nil
+		}, append(mws, mw)...)
+	}
+	return e
+}

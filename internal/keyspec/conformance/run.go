@@ -1,0 +1,34 @@
+package conformance
+
+import "testing"
+
+// Run runs every scenario against adapter a (both replicas served by a).
+func Run(t *testing.T, a Adapter) {
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T, Adapter, Adapter)
+	}{
+		{"exclusion across replicas and routes", Exclusion},
+		{"different keys run in parallel", Parallel},
+		{"no-wait duplicates get 409", NoWait},
+		{"redis killed", RedisDown},
+		{"missing key part is 400", BadKey},
+		{"unknown route param is 500", Misconfigured},
+		{"hostile values never collide", HostileValues},
+		{"client hangs up while holding", ClientHangsUp},
+		{"client gone while waiting", ClientGoneWhileWaiting},
+		{"panicking handler frees the lock", PanicFreesLock},
+		{"handler outlives 3x TTL then loses the lock", OutlivesTTL},
+		{"request deadline while waiting is 503", Deadline},
+		{"fencing token header", TokenHeader},
+	} {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
+	}
+}
+
+// RunPair runs the scenarios that involve two replicas with replica A served
+// by a and replica B by b: the same resource served by two frameworks.
+func RunPair(t *testing.T, a, b Adapter) {
+	t.Run("exclusion "+a.Name+"+"+b.Name, func(t *testing.T) { Exclusion(t, a, b) })
+	t.Run("parallel "+a.Name+"+"+b.Name, func(t *testing.T) { Parallel(t, a, b) })
+}

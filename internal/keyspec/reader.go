@@ -1,0 +1,93 @@
+package keyspec
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+)
+
+// ErrNoRouteParam is the error of a Param part on a route that has no such
+// path parameter: a mistake in the server's configuration (500), not in the
+// request (400).
+var ErrNoRouteParam = errors.New("lockkit: the matched route has no such path parameter")
+
+// Reader reads the sources of a framework's request type R. Adapters fill
+// it once; Part turns specs into core.KeyPart[R] so every adapter reads
+// each source the same way.
+type Reader[R any] struct {
+	// Param returns the path parameter name; ok is false when the matched
+	// route has no such parameter.
+	Param func(r R, name string) (value string, ok bool)
+	// Header, Query and Cookie return the first value, "" when absent.
+	Header func(r R, name string) string
+	Query  func(r R, name string) string
+	Cookie func(r R, name string) string
+}
+
+// Part returns the key part for s. "" from a reader means missing: BuildKey
+// then fails with a *core.KeyPartError (400).
+func (rd Reader[R]) Part(s Spec) core.KeyPart[R] {
+	p := core.KeyPart[R]{Source: string(s.Source), Name: s.Name}
+	name := s.Name
+	switch s.Source {
+	case Const:
+		return core.Const[R](s.Name)
+	case Param:
+		p.Get = func(r R) (string, error) {
+			v, ok := rd.Param(r, name)
+			if !ok {
+				return "", fmt.Errorf("%w: %q", ErrNoRouteParam, name)
+			}
+			return v, nil
+		}
+	case Header:
+		p.Get = func(r R) (string, error) { return rd.Header(r, name), nil }
+	case Query:
+		p.Get = func(r R) (string, error) { return rd.Query(r, name), nil }
+	case Cookie:
+		p.Get = func(r R) (string, error) { return rd.Cookie(r, name), nil }
+	default:
+		// Parse rejects unknown sources; a Spec built by hand fails loudly
+		// at request time instead of giving an empty or shared key.
+		p.Get = func(R) (string, error) { return "", fmt.Errorf("unknown key source %q", s.Source) }
+	}
+	return p
+}
+
+// Parts returns Part of every spec, in order.
+func (rd Reader[R]) Parts(specs []Spec) []core.KeyPart[R] {
+	out := make([]core.KeyPart[R], len(specs))
+	for i, s := range specs {
+		out[i] = rd.Part(s)
+	}
+	return out
+}
+
+// KeyKind classifies an error from building a key: Misconfigured when the
+// server asked for a path parameter its route does not have, BadKey
+// otherwise (a missing or empty part, an unreadable value).
+func KeyKind(err error) adapt.Kind {
+	if errors.Is(err, ErrNoRouteParam) {
+		return adapt.Misconfigured
+	}
+	return adapt.BadKey
+}
+
+// WholeKey checks the result of a function that returns a complete key
+// (echo's KeyFunc, a message's LockKey): used verbatim, not escaped, so
+// "order:42" stays "order:42". An empty key or an error is a *core.KeyPartError
+// (400) unless the error already matches core.ErrInvalidKey.
+func WholeKey(key string, err error) (string, error) {
+	switch {
+	case err != nil:
+		if errors.Is(err, core.ErrInvalidKey) {
+			return "", err
+		}
+		return "", &core.KeyPartError{Source: "func", Name: "KeyFunc", Reason: "unreadable", Err: err}
+	case key == "":
+		return "", &core.KeyPartError{Source: "func", Name: "KeyFunc", Reason: "missing or empty"}
+	}
+	return key, nil
+}

@@ -1,0 +1,141 @@
+package keyspec_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/keyspec"
+)
+
+// req is a request as a map "source:name" → value; a param absent from the
+// map is a param the route does not have.
+type req map[string]string
+
+var rd = keyspec.Reader[req]{
+	Param: func(r req, n string) (string, bool) {
+		v, ok := r["param:"+n]
+		return v, ok
+	},
+	Header: func(r req, n string) string { return r["header:"+n] },
+	Query:  func(r req, n string) string { return r["query:"+n] },
+	Cookie: func(r req, n string) string { return r["cookie:"+n] },
+}
+
+func build(t *testing.T, spec string, r req) (string, error) {
+	t.Helper()
+	return core.BuildKey(r, rd.Parts(keyspec.MustParse("test", spec)))
+}
+
+func TestReaderBuildsCoreKeys(t *testing.T) {
+	r := req{"param:id": "42", "header:X-Tenant": "acme", "query:q": "a:b", "cookie:s": `c\d`}
+	for _, tc := range []struct{ spec, want string }{
+		{"const:order,param:id", "order:42"}, // the same string gRPC's LockKey and core.JoinKey give
+		{"const:tenant,header:X-Tenant,param:id", "tenant:acme:42"},
+		{"query:q", `a\:b`},
+		{"cookie:s,const:x", `c\\d:x`},
+	} {
+		got, err := build(t, tc.spec, r)
+		if err != nil || got != tc.want {
+			t.Errorf("%s = %q, %v; want %q", tc.spec, got, err, tc.want)
+		}
+	}
+}
+
+func TestReaderErrors(t *testing.T) {
+	r := req{"param:id": "", "header:X-Tenant": "acme"}
+	for _, tc := range []struct {
+		spec string
+		kind adapt.Kind
+		msg  string
+	}{
+		{"const:order,param:id", adapt.BadKey, `param "id" is missing or empty`},
+		{"const:order,header:X-Other", adapt.BadKey, `header "X-Other"`},
+		{"const:order,param:nope", adapt.Misconfigured, "no such path parameter"},
+	} {
+		_, err := build(t, tc.spec, r)
+		if !errors.Is(err, core.ErrInvalidKey) || keyspec.KeyKind(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: err %v kind %v, want %v mentioning %q", tc.spec, err, keyspec.KeyKind(err), tc.kind, tc.msg)
+		}
+	}
+}
+
+func TestWholeKey(t *testing.T) {
+	if k, err := keyspec.WholeKey("order:42", nil); k != "order:42" || err != nil {
+		t.Errorf("WholeKey = %q, %v; want verbatim", k, err)
+	}
+	for _, err := range []error{nil, errors.New("no body")} {
+		if _, got := keyspec.WholeKey("", err); !errors.Is(got, core.ErrInvalidKey) || keyspec.KeyKind(got) != adapt.BadKey {
+			t.Errorf("WholeKey(\"\", %v) = %v, want a bad key", err, got)
+		}
+	}
+}
+
+// unescape splits a key built by core.JoinKey back into its parts; it
+// exists only to show the key determines its parts (no collisions).
+func unescape(key string) []string {
+	var parts []string
+	var b strings.Builder
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; {
+		case c == '\\' && i+1 < len(key):
+			i++
+			b.WriteByte(key[i])
+		case c == ':':
+			parts = append(parts, b.String())
+			b.Reset()
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return append(parts, b.String())
+}
+
+// The key builder never lets two different requests share a key: the key
+// splits back into exactly the values it was built from, and equals
+// core.JoinKey of them. Seeds are the hostile values of issue 3.
+func FuzzKeyBuilder(f *testing.F) {
+	big := strings.Repeat("x", 10<<10)
+	for _, s := range [][4]string{
+		{"a:b", "c", "a", "b:c"},
+		{`a\`, ":b", `a\:`, "b"},
+		{`\`, `\`, `\\`, ""},
+		{"a/b", "c", "a", "/b/c"},
+		{"{t}", "x", "{t}:x", "y"},
+		{"ü日本", "é", "ü日本:é", "x"},
+		{big, "1", big + ":1", "2"},
+		{"\xff\xfe", ":", "\x00", "::"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	f.Fuzz(func(t *testing.T, h1, q1, h2, q2 string) {
+		const spec = "const:t,header:X-A,query:q"
+		k1, err1 := build(t, spec, req{"header:X-A": h1, "query:q": q1})
+		k2, err2 := build(t, spec, req{"header:X-A": h2, "query:q": q2})
+		for _, c := range []struct {
+			h, q, k string
+			err     error
+		}{{h1, q1, k1, err1}, {h2, q2, k2, err2}} {
+			if c.h == "" || c.q == "" {
+				if !errors.Is(c.err, core.ErrInvalidKey) {
+					t.Fatalf("empty part gave key %q, %v", c.k, c.err)
+				}
+				continue
+			}
+			if c.err != nil {
+				t.Fatalf("(%q, %q): %v", c.h, c.q, c.err)
+			}
+			if want, _ := core.JoinKey("t", c.h, c.q); c.k != want {
+				t.Fatalf("key %q, core.JoinKey gives %q", c.k, want)
+			}
+			if got := unescape(c.k); len(got) != 3 || got[0] != "t" || got[1] != c.h || got[2] != c.q {
+				t.Fatalf("key %q splits into %q, built from %q %q", c.k, got, c.h, c.q)
+			}
+		}
+		if err1 == nil && err2 == nil && (k1 == k2) != (h1 == h2 && q1 == q2) {
+			t.Fatalf("(%q,%q) and (%q,%q) collide on %q", h1, q1, h2, q2, k1)
+		}
+	})
+}
