@@ -9,49 +9,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/ginlock"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
-	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
-// httpPayOrder stands for ginlock's `POST /orders/:id/pay` with
-// ginlock.Key(Const("order"), Param("id")): ginlock is not on this branch
-// yet, so this is the same thing by hand on net/http — the key built by
-// core.BuildKey from the same parts (order:<id>), the lock taken through
-// internal/adapt like every HTTP adapter does. Switch it to ginlock once
-// both branches are merged.
-func httpPayOrder(cfg *adapt.Config, w *witness, sleep time.Duration) http.Handler {
-	const route = "POST /orders/{id}/pay"
-	parts := []core.KeyPart[*http.Request]{
-		core.Const[*http.Request]("order"),
-		{Source: "param", Name: "id", Get: func(r *http.Request) (string, error) { return r.PathValue("id"), nil }},
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc(route, func(rw http.ResponseWriter, r *http.Request) {
-		key, err := core.BuildKey(r, parts)
-		if err != nil {
-			http.Error(rw, err.Error(), http.StatusBadRequest)
-			return
-		}
-		g := cfg.Acquire(r.Context(), key, route)
-		if !g.OK() {
-			if s := g.Kind.HTTPStatus(); s != 0 {
-				rw.Header().Set("Content-Type", adapt.ProblemContentType)
-				rw.WriteHeader(s)
-				_, _ = rw.Write(adapt.ProblemFor(g.Kind, g.Err).JSON())
+// httpPayOrder is the HTTP side of the same service: gin with ginlock on
+// `POST /orders/:id/pay`, keyed ginlock.Key(Const("order"), Param("id")):
+// the same parts give the same key, order:<id>, as the gRPC LockKey().
+func httpPayOrder(c *core.Client, w *witness, sleep time.Duration) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.POST("/orders/:id/pay", ginlock.New(c, ginlock.Key(ginlock.Const("order"), ginlock.Param("id")), ginlock.Wait(time.Minute)),
+		func(gc *gin.Context) {
+			l, ok := ginlock.Lease(gc)
+			if !ok {
+				gc.Status(http.StatusInternalServerError)
+				return
 			}
-			return
-		}
-		defer func() { _ = g.Release() }()
-		w.run(g.Lease.Token(), sleep)
-		rw.WriteHeader(http.StatusNoContent)
-	})
-	return mux
+			w.run(l.Token(), sleep)
+			gc.Status(http.StatusNoContent)
+		})
+	return r
 }
 
 // 40 concurrent PayOrder calls for one order, spread over two gRPC servers
@@ -79,7 +64,7 @@ func TestUnarySerialisesAcrossServersAndHTTP(t *testing.T) {
 		serve(t, &service{keyed: pay}, unary(newClient(t, srv), grpclock.Wait(time.Minute))),
 		serve(t, &service{keyed: pay}, unary(newClient(t, srv), grpclock.Wait(time.Minute))),
 	}
-	hs := httptest.NewServer(httpPayOrder(&adapt.Config{Client: newClient(t, srv), Wait: time.Minute}, w, sleep))
+	hs := httptest.NewServer(httpPayOrder(newClient(t, srv), w, sleep))
 	defer hs.Close()
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
