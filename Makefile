@@ -19,6 +19,15 @@ unit:
 demo:
 	$(GO) run ./examples/demo
 
+# Benchmarks against peer libraries (bench/ is its own module: peers never
+# enter this go.mod). Writes bench/results/{raw.txt,RESULTS.md,chart.png}.
+# Compare two runs with: benchstat old.txt bench/results/raw.txt
+BENCHTIME ?= 3s
+bench:
+	cd bench && $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -count 1 -timeout 60m . | tee results/raw.txt
+	cd bench && $(GO) run ./cmd/report -in results/raw.txt -md results/RESULTS.md -png results/chart.png \
+		-note "Run $$(date -u +%Y-%m-%d) on $$(nproc) cores ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $$(redis-server --version | cut -d' ' -f3), $$($(GO) version | cut -d' ' -f3), -benchtime $(BENCHTIME); one redis-server on loopback for all libraries."
+
 # Regenerate the checked-in protobuf code (needs protoc: apt-get install -y
 # protobuf-compiler; go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 # and go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2). CI does not need it.

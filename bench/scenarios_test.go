@@ -141,4 +141,9 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(m.Run()) }
+func TestMain(m *testing.M) {
+	if name := os.Getenv(childEnv); name != "" {
+		os.Exit(holderMain(name))
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,250 @@
+// Command report turns `go test -bench` output of the bench module into a
+// markdown results table (with ratios against the best peer per scenario)
+// and a PNG bar chart of cycles/s, for the README.
+//
+//	go run ./cmd/report -in results/raw.txt -md results/RESULTS.md -png results/chart.png
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
+	"io"
+	"log"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/image/font"
+	"golang.org/x/image/font/basicfont"
+	"golang.org/x/image/math/fixed"
+)
+
+// row is one benchmark line: name and metrics by unit.
+type row struct {
+	group, sub string // e.g. "Scenarios/S3-16workers-1key", "lockkit"
+	metrics    map[string]float64
+}
+
+var lineRE = regexp.MustCompile(`^Benchmark(\S+?)-\d+\s+(\d+)\s+(.*)$`)
+
+func parse(r io.Reader) (rows []row, header []string) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		for _, p := range []string{"goos:", "goarch:", "cpu:", "pkg:"} {
+			if strings.HasPrefix(line, p) {
+				header = append(header, line)
+			}
+		}
+		m := lineRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(m[3])
+		mt := map[string]float64{}
+		for j := 0; j+1 < len(f); j += 2 {
+			v, err := strconv.ParseFloat(f[j], 64)
+			if err == nil {
+				mt[f[j+1]] = v
+			}
+		}
+		rows = append(rows, row{group: name[:i], sub: name[i+1:], metrics: mt})
+	}
+	return rows, header
+}
+
+func main() {
+	in := flag.String("in", "results/raw.txt", "go test -bench output")
+	md := flag.String("md", "results/RESULTS.md", "markdown table to write")
+	pngOut := flag.String("png", "results/chart.png", "chart to write")
+	note := flag.String("note", "", "a line about the machine and run to put on top")
+	flag.Parse()
+	f, err := os.Open(*in)
+	if err != nil {
+		log.Fatal(err)
+	}
+	rows, header := parse(f)
+	f.Close()
+	groups := map[string][]row{}
+	var order []string
+	for _, r := range rows {
+		if _, ok := groups[r.group]; !ok {
+			order = append(order, r.group)
+		}
+		groups[r.group] = append(groups[r.group], r)
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, "# Benchmark results")
+	fmt.Fprintln(&b)
+	if *note != "" {
+		fmt.Fprintln(&b, *note)
+		fmt.Fprintln(&b)
+	}
+	for _, h := range header {
+		fmt.Fprintf(&b, "- `%s`\n", h)
+	}
+	fmt.Fprintln(&b)
+	for _, g := range order {
+		rs := groups[g]
+		fmt.Fprintf(&b, "## %s\n\n", strings.TrimPrefix(g, "Scenarios/"))
+		cols := columns(rs)
+		fmt.Fprintf(&b, "| library | %s |\n|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
+		for _, r := range rs {
+			var cells []string
+			for _, c := range cols {
+				if v, ok := r.metrics[c]; ok {
+					cells = append(cells, fmtNum(v))
+				} else {
+					cells = append(cells, "")
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s |\n", r.sub, strings.Join(cells, " | "))
+		}
+		if ratio := ratioLine(rs); ratio != "" {
+			fmt.Fprintf(&b, "\n%s\n", ratio)
+		}
+		fmt.Fprintln(&b)
+	}
+	if err := os.WriteFile(*md, []byte(b.String()), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := chart(*pngOut, order, groups); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func columns(rs []row) []string {
+	pref := []string{"cycles/s", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
+	seen := map[string]bool{}
+	for _, r := range rs {
+		for k := range r.metrics {
+			seen[k] = true
+		}
+	}
+	var cols []string
+	for _, p := range pref {
+		if seen[p] {
+			cols = append(cols, p)
+			delete(seen, p)
+		}
+	}
+	var rest []string
+	for k := range seen {
+		rest = append(rest, k)
+	}
+	sort.Strings(rest)
+	return append(cols, rest...)
+}
+
+// ratioLine compares lockkit with the best peer (bare-setnx is a floor, not a peer).
+func ratioLine(rs []row) string {
+	var lk *row
+	var best *row
+	var bare *row
+	for i := range rs {
+		r := &rs[i]
+		switch r.sub {
+		case "lockkit":
+			lk = r
+		case "bare-setnx":
+			bare = r
+		default:
+			if _, ok := r.metrics["cycles/s"]; ok && (best == nil || r.metrics["cycles/s"] > best.metrics["cycles/s"]) {
+				best = r
+			}
+		}
+	}
+	if lk == nil || lk.metrics["cycles/s"] == 0 {
+		return ""
+	}
+	var parts []string
+	if best != nil {
+		parts = append(parts, fmt.Sprintf("lockkit / best peer (%s): **%.2f×** cycles/s", best.sub, lk.metrics["cycles/s"]/best.metrics["cycles/s"]))
+		if c, ok := best.metrics["redis-cpu-us/cycle"]; ok && c > 0 {
+			parts = append(parts, fmt.Sprintf("Redis CPU per cycle %.2f× the best peer's", lk.metrics["redis-cpu-us/cycle"]/c))
+		}
+	}
+	if bare != nil {
+		parts = append(parts, fmt.Sprintf("lockkit / bare SET NX + DEL: **%.2f×**", lk.metrics["cycles/s"]/bare.metrics["cycles/s"]))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func fmtNum(v float64) string {
+	switch {
+	case v >= 1000:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+// chart draws one panel per scenario group that has cycles/s: a horizontal
+// bar per library, scaled to the group's best.
+func chart(path string, order []string, groups map[string][]row) error {
+	const (
+		w      = 900
+		barH   = 16
+		gap    = 4
+		left   = 170
+		title  = 22
+		margin = 10
+	)
+	var panels []string
+	h := margin
+	for _, g := range order {
+		if _, ok := groups[g][0].metrics["cycles/s"]; !ok {
+			continue
+		}
+		panels = append(panels, g)
+		h += title + len(groups[g])*(barH+gap) + margin
+	}
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
+	text := func(x, y int, s string, c color.Color) {
+		d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
+		d.DrawString(s)
+	}
+	y := margin
+	for _, g := range panels {
+		text(margin, y+14, strings.TrimPrefix(g, "Scenarios/")+"  (cycles/s, longer is better)", color.Black)
+		y += title
+		maxV := 0.0
+		for _, r := range groups[g] {
+			maxV = max(maxV, r.metrics["cycles/s"])
+		}
+		for _, r := range groups[g] {
+			v := r.metrics["cycles/s"]
+			bw := int(float64(w-left-120) * v / maxV)
+			col := color.RGBA{0x90, 0xa4, 0xae, 0xff}
+			if r.sub == "lockkit" {
+				col = color.RGBA{0x1e, 0x88, 0xe5, 0xff}
+			}
+			draw.Draw(img, image.Rect(left, y, left+max(bw, 1), y+barH), image.NewUniform(col), image.Point{}, draw.Src)
+			text(margin, y+12, r.sub, color.Black)
+			text(left+bw+6, y+12, fmtNum(v), color.Black)
+			y += barH + gap
+		}
+		y += margin
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return png.Encode(f, img)
+}
