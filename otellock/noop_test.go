@@ -22,7 +22,7 @@ func TestNoProviderConfigured(t *testing.T) {
 		t.Fatal("the global TracerProvider records: another test set it")
 	}
 	srv := redistest.Start(t)
-	obs := otellock.New()
+	obs := newTap(otellock.New())
 	c := newClient(t, srv, core.WithObserver(obs), core.WithTTL(time.Second))
 	other := newClient(t, srv, core.WithObserver(otellock.New()))
 	ctx := ctxT(t, 30*time.Second)
@@ -41,7 +41,9 @@ func TestNoProviderConfigured(t *testing.T) {
 	if _, err := other.Acquire(ctx, "noop:1", core.Wait(100*time.Millisecond)); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("timeout: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond) // let at least one renewal run (TTL 1s → every 333ms)
+	if err := recv(t, obs.renewed, 10*time.Second, "a renewal"); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -103,3 +103,19 @@ func TestForeignContexts(t *testing.T) {
 		t.Fatalf("%d spans: %v", got, spanNames(tel.sr.Ended()))
 	}
 }
+
+// Unlocked (an adapter ran the handler without the lock, fail-open) marks
+// the request's span with an event.
+func TestUnlockedMarksRequestSpan(t *testing.T) {
+	tel := newTelemetry(t)
+	ctx, req := tel.request(context.Background(), "request")
+	tel.obs.Unlocked(ctx, core.AcquireInfo{Key: "k", Name: "GET /x"}, &core.UnavailableError{Op: "acquire", Key: "k", Err: context.DeadlineExceeded})
+	req.End()
+	evs := tel.one(t, "request").Events()
+	if len(evs) != 1 || evs[0].Name != otellock.EventUnlocked {
+		t.Fatalf("events %+v", evs)
+	}
+	if v, _ := attrOf(evs[0].Attributes, otellock.AttrErrorType); v.AsString() != "unavailable" {
+		t.Fatalf("error.type %q", v.AsString())
+	}
+}
