@@ -160,7 +160,7 @@ func newToken() string {
 
 // once is the single attempt of TryAcquire and NoWait.
 func (a *acquisition) once() error {
-	ok, err := a.attempt(a.ctx)
+	ok, err := a.attempt(a.octx)
 	if err != nil {
 		return err
 	}
@@ -241,13 +241,15 @@ func (a *acquisition) wait() (err error) {
 	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
 
 	var budget <-chan time.Time
-	actx := a.ctx // bounds each attempt by the budget too
+	// Attempts run in the Observer's context (Redis client spans nest under
+	// the acquire span), bounded by the wait budget too.
+	actx := a.octx
 	if !a.budget.IsZero() {
 		t := time.NewTimer(time.Until(a.budget))
 		defer t.Stop()
 		budget = t.C
 		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(a.ctx, a.budget)
+		actx, cancel = context.WithDeadline(a.octx, a.budget)
 		defer cancel()
 	}
 	// ended returns the error for whichever end fired.
@@ -393,6 +395,7 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 	if !c.ren.add(l, a.sent) { // Close ran meanwhile
 		l.state = stateClosed
 		l.cancel(ErrClosed)
+		c.obs.Lost(l.ctx, l.info(), ErrClosed) // the Observer handed out a hold context: end it
 		c.localRelease(a.names.key, 0)
 		c.releaseLater(a.names, a.req.token)
 		return nil, ErrClosed

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/lockkit/lockkit/core"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+const payRoute = "/orders/:id/pay"
+
+// replica is one instance of the service: its own lockkit Client (own Redis
+// connection pool, own owner id) behind its own HTTP listener, as in a
+// deployment of several replicas behind a load balancer.
+type replica struct {
+	name   string
+	client *core.Client
+	srv    *http.Server
+	url    string
+	done   chan error
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// startReplica serves the order routes on a loopback port. obs is the
+// lockkit Observer (otellock.New()); hooks is the demo's way to order its
+// two requests and is nil in a real service.
+func startReplica(name string, rs *redisSource, obs core.Observer, hooks *demoHooks) (*replica, error) {
+	rdb := rs.client()
+	c, err := core.New(rdb, core.WithObserver(obs), core.WithOwner(name))
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	r := gin.New()
+	r.Use(gin.Recovery(), otelgin.Middleware(serviceName))
+	r.POST(payRoute, lockOrder(c, 10*time.Second), payHandler(name, hooks))
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		_ = c.Close()
+		_ = rdb.Close()
+		return nil, err
+	}
+	rep := &replica{name: name, client: c, url: "http://" + ln.Addr().String(), done: make(chan error, 1),
+		srv: &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}}
+	rep.srv.RegisterOnShutdown(func() { _ = c.Close(); _ = rdb.Close() })
+	go func() { rep.done <- rep.srv.Serve(ln) }()
+	return rep, nil
+}
+
+// stop shuts the replica down once; later calls return the first result.
+func (r *replica) stop(ctx context.Context) error {
+	r.stopOnce.Do(func() {
+		err := r.srv.Shutdown(ctx)
+		if serr := <-r.done; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		// Shutdown runs the OnShutdown hooks in goroutines; close here too so
+		// the Client is gone when stop returns (Close is idempotent).
+		r.stopErr = errors.Join(err, r.client.Close())
+	})
+	return r.stopErr
+}
+
+// lockOrder is a hand-written stand-in for the ginlock middleware: it holds
+// the lock on order:<id> for the whole handler, names the lock after the
+// route template (low-cardinality telemetry), waits on the request's
+// context, hands the handler a context bound to the lease (cancelled if the
+// lease is lost; it carries the lock.hold span) and releases with a context
+// that outlives the request.
+func lockOrder(c *core.Client, wait time.Duration) gin.HandlerFunc {
+	return func(g *gin.Context) {
+		reqCtx := g.Request.Context()
+		key, err := core.JoinKey("order", g.Param("id"))
+		if err != nil {
+			g.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+			return
+		}
+		lease, err := c.Acquire(reqCtx, key, core.Name(g.FullPath()), core.Wait(wait))
+		switch {
+		case err == nil:
+		case errors.Is(err, core.ErrNotAcquired):
+			g.Header("Retry-After", "1")
+			g.AbortWithStatusJSON(http.StatusConflict, gin.H{"error": "order is being processed by another request"})
+			return
+		case reqCtx.Err() != nil: // the client went away while waiting
+			g.Abort()
+			return
+		default:
+			g.Header("Retry-After", "1")
+			g.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "lock service unavailable"})
+			return
+		}
+		ctx, stop := lease.Bind(reqCtx)
+		defer func() {
+			stop()
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), 5*time.Second)
+			defer cancel()
+			_ = lease.Release(rctx)
+		}()
+		g.Request = g.Request.WithContext(ctx)
+		g.Next()
+	}
+}
+
+// payHandler "charges the card" under the lock; its span is a child of
+// lock.hold.
+func payHandler(replica string, hooks *demoHooks) gin.HandlerFunc {
+	tracer := otel.Tracer("github.com/lockkit/lockkit/examples/otel")
+	return func(g *gin.Context) {
+		ctx := g.Request.Context()
+		lease, _ := core.LeaseFromContext(ctx)
+		hooks.holding(ctx)
+		_, span := tracer.Start(ctx, "charge card", trace.WithAttributes(attribute.String("order.id", g.Param("id"))))
+		select {
+		case <-time.After(50 * time.Millisecond): // the payment provider's latency
+		case <-ctx.Done():
+		}
+		span.End()
+		g.JSON(http.StatusOK, gin.H{"replica": replica, "order": g.Param("id"), "fencing_token": lease.Token()})
+	}
+}
+
+// demoHooks lets the demo make its request pair contend for certain: the
+// first request holds the lock until the second has found it held (seen
+// through the second replica's Observer). A real service has none of this.
+type demoHooks struct {
+	first     sync.Once
+	held      chan struct{} // closed when the first request holds the lock
+	contended chan struct{} // closed when the second request met the lock held
+	signal    sync.Once
+}
+
+func newDemoHooks() *demoHooks {
+	return &demoHooks{held: make(chan struct{}), contended: make(chan struct{})}
+}
+
+func (h *demoHooks) holding(ctx context.Context) {
+	if h == nil {
+		return
+	}
+	h.first.Do(func() {
+		close(h.held)
+		select { // bounded: the demo never hangs on a lost signal
+		case <-h.contended:
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+		}
+	})
+}
+
+// observer wraps the lockkit Observer and closes contended at the first
+// contention it sees.
+func (h *demoHooks) observer(o core.Observer) core.Observer {
+	return &hookObserver{Observer: o, h: h}
+}
+
+type hookObserver struct {
+	core.Observer
+	h *demoHooks
+}
+
+func (o *hookObserver) Contended(ctx context.Context, a core.AcquireInfo, holder core.Holder, attempt int) {
+	o.Observer.Contended(ctx, a, holder, attempt)
+	o.h.signal.Do(func() { close(o.h.contended) })
+}

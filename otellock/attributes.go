@@ -1,0 +1,100 @@
+package otellock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"github.com/lockkit/lockkit/core"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Attribute keys. Spans carry all of them; metrics carry only AttrName,
+// AttrOutcome and AttrErrorType, so their cardinality is the number of lock
+// names (route templates, RPC methods), never the number of keys.
+const (
+	// AttrName is the low-cardinality lock name (core.Name: route template, RPC method).
+	AttrName = attribute.Key("lockkit.lock.name")
+	// AttrKey is the lock key, recorded per WithKeyAttribute (spans only).
+	AttrKey = attribute.Key("lockkit.lock.key")
+	// AttrOutcome is how an acquire ended (acquired, contended, timeout,
+	// canceled, error) or how a renewal went (ok, lost, error).
+	AttrOutcome = attribute.Key("lockkit.lock.outcome")
+	// AttrAttempts is the number of Redis attempts an acquire made.
+	AttrAttempts = attribute.Key("lockkit.lock.attempts")
+	// AttrFencingToken is the fencing token of the acquired lease.
+	AttrFencingToken = attribute.Key("lockkit.lock.fencing_token")
+	// AttrWaitStrategy is how the caller waited: notify, nowait or try.
+	AttrWaitStrategy = attribute.Key("lockkit.lock.wait.strategy")
+	// AttrAttempt numbers the attempt that met contention (lock.contended events).
+	AttrAttempt = attribute.Key("lockkit.lock.attempt")
+	// AttrHolderOwner is the holder's owner id (core.WithOwner), on
+	// lock.contended events and holder links.
+	AttrHolderOwner = attribute.Key("lockkit.lock.holder.owner")
+	// AttrHolderFencingToken is the holder's fencing token, on lock.contended
+	// events and holder links.
+	AttrHolderFencingToken = attribute.Key("lockkit.lock.holder.fencing_token")
+	// AttrErrorType is the OpenTelemetry semantic-convention error.type: a
+	// short, low-cardinality class of failure (see the package doc).
+	AttrErrorType = attribute.Key("error.type")
+)
+
+// Renewal outcomes (AttrOutcome on lockkit.lock.renewals and lock.renewed events).
+const (
+	RenewOK    = "ok"    // the server confirmed the renewal
+	RenewLost  = "lost"  // another owner holds the lock, or it is gone: the lease is lost
+	RenewError = "error" // Redis did not answer; retried until the lease's deadline
+)
+
+// errorType classifies an engine error as a low-cardinality error.type.
+func errorType(err error) string {
+	if err == nil {
+		return "" // before na below, which escapes: no allocation on success
+	}
+	var na *core.NotAcquiredError
+	switch {
+	case errors.As(err, &na):
+		if na.Timeout() {
+			return "timeout"
+		}
+		return "contended"
+	case errors.Is(err, core.ErrLost):
+		return "lost"
+	case errors.Is(err, core.ErrClosed):
+		return "closed"
+	case errors.Is(err, core.ErrNotHeld):
+		return "not_held"
+	case errors.Is(err, core.ErrUnavailable):
+		return "unavailable"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "deadline_exceeded"
+	case errors.Is(err, core.ErrInvalidKey):
+		return "invalid_key"
+	case errors.Is(err, core.ErrInvalidOption):
+		return "invalid_option"
+	case errors.Is(err, core.ErrWouldDeadlock):
+		return "would_deadlock"
+	}
+	return "_OTHER" // the semantic conventions' fallback value
+}
+
+// HashKey is the value of lockkit.lock.key in the default KeyHashed mode:
+// the first 8 bytes of the key's SHA-256, in hex. Compute it for a key to
+// find that key's spans.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:8])
+}
+
+func (c *config) keyAttr(key string) (attribute.KeyValue, bool) {
+	switch c.keyMode {
+	case KeyHashed:
+		return AttrKey.String(HashKey(key)), true
+	case KeyRaw:
+		return AttrKey.String(key), true
+	}
+	return attribute.KeyValue{}, false
+}

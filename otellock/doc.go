@@ -1,0 +1,77 @@
+// Package otellock reports lockkit's lock waits and holds to OpenTelemetry:
+// spans that show how long a request waited for a lock and whose trace held
+// it, and metrics that show which locks are hot.
+//
+//	c, err := core.New(rdb, core.WithObserver(otellock.New()))
+//
+// New takes the global TracerProvider, MeterProvider and TextMapPropagator
+// unless WithTracerProvider, WithMeterProvider or WithPropagators say
+// otherwise; with none configured (the no-op globals) nothing is recorded
+// and nothing breaks.
+//
+// # Spans
+//
+// Both spans are INTERNAL children of the span in the acquire context (the
+// server span of otelgin or otelgrpc, through the lockkit adapters):
+//
+//	POST /orders/:id/pay                  (server span)
+//	├── lock.acquire                      the wait
+//	│     events: lock.contended (one per attempt that found the lock held)
+//	│     links:  the holder's lock.acquire span (one per distinct holder)
+//	└── lock.hold                         acquisition → release or loss
+//	      events: lock.renewed (one per renewal round)
+//	      └── the handler's own spans
+//
+// lock.hold is a sibling of lock.acquire, not its child: the wait is over
+// when the hold begins. Its context is the base of the lease's context, so
+// spans the handler starts (under the adapters, or with Lease.Bind) are its
+// children.
+//
+// Attributes: lockkit.lock.name (core.Name: route template, RPC method),
+// lockkit.lock.key (per WithKeyAttribute: a hash by default, see HashKey),
+// lockkit.lock.wait.strategy (notify, nowait, try), lockkit.lock.outcome
+// (acquired, contended, timeout, canceled, error), lockkit.lock.attempts
+// and lockkit.lock.fencing_token. A failed acquire, a lost lease and a
+// failed release set status Error and error.type. Status descriptions
+// leave the key out unless keys are recorded raw.
+//
+// # Holder links
+//
+// When a lock is acquired, the holder's lock.acquire span context is stored
+// next to the lock as holder metadata, written by the propagator (for W3C
+// Trace Context: "traceparent=00-<trace id>-<span id>-01"). Only the span
+// context is written, never the request's baggage. A waiter whose attempt
+// finds the lock held gets that metadata in the same round trip and adds a
+// span link to it, so a tracing UI jumps from the waiting request to the
+// request that held the lock. Without a propagator (the global default is a
+// no-op) there is no metadata and so no link.
+//
+// # Metrics
+//
+// All durations are in seconds. Metric attributes are lockkit.lock.name,
+// lockkit.lock.outcome and error.type only, never the key:
+//
+//	lockkit.lock.acquire.duration  histogram       Acquire time, waiting included (name, outcome, error.type)
+//	lockkit.lock.hold.duration     histogram       acquisition → release or loss (name, error.type on an abnormal end)
+//	lockkit.lock.contentions       counter         attempts that found the lock held (name)
+//	lockkit.lock.acquisitions      counter         acquire calls (name, outcome, error.type)
+//	lockkit.lock.renewals          counter         renewal rounds (name, outcome ok|lost|error, error.type)
+//	lockkit.lock.losses            counter         leases ended without Release (name, error.type lost|closed)
+//	lockkit.lock.held              up-down counter leases held now (name)
+//	lockkit.lock.pending           up-down counter acquire calls in progress (name)
+//	lockkit.lock.unlocked          counter         handlers run unlocked, fail-open (name, error.type)
+//
+// error.type values: timeout, contended, canceled, deadline_exceeded,
+// unavailable, closed, lost, not_held, and _OTHER for anything else.
+//
+// # Cost and blocking
+//
+// The observer's calls do no I/O and take no lock held across I/O; the
+// engine calls Renewed and Lost from its renewal goroutine. Exporting is
+// the SDK's business: use a batching span processor (sdktrace.WithBatcher),
+// which drops spans rather than block when its queue is full. A
+// SimpleSpanProcessor exports synchronously inside span.End, and so would
+// make acquire and renewal wait for the exporter. Metric attribute sets
+// are cached per (name, outcome, error.type), so recording allocates
+// nothing once warm.
+package otellock

@@ -1,0 +1,151 @@
+package otellock
+
+import (
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// Metric names. Durations are in seconds.
+const (
+	MetricAcquireDuration = "lockkit.lock.acquire.duration" // histogram: time spent in Acquire, by outcome
+	MetricHoldDuration    = "lockkit.lock.hold.duration"    // histogram: acquisition to release or loss
+	MetricContentions     = "lockkit.lock.contentions"      // counter: attempts that found the lock held
+	MetricAcquisitions    = "lockkit.lock.acquisitions"     // counter: acquire calls, by outcome
+	MetricRenewals        = "lockkit.lock.renewals"         // counter: renewal rounds, by outcome
+	MetricLosses          = "lockkit.lock.losses"           // counter: leases that ended without Release
+	MetricHeld            = "lockkit.lock.held"             // up-down counter: leases held now
+	MetricPending         = "lockkit.lock.pending"          // up-down counter: acquire calls in progress
+	MetricUnlocked        = "lockkit.lock.unlocked"         // counter: handlers run without the lock (fail-open)
+)
+
+// Advisory bucket boundaries in seconds. Waits are usually short; holds
+// span request handlers and background jobs.
+var (
+	acquireBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	holdBuckets    = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}
+)
+
+type instruments struct {
+	acquireDur   metric.Float64Histogram
+	holdDur      metric.Float64Histogram
+	contentions  metric.Int64Counter
+	acquisitions metric.Int64Counter
+	renewals     metric.Int64Counter
+	losses       metric.Int64Counter
+	unlocked     metric.Int64Counter
+	held         metric.Int64UpDownCounter
+	pending      metric.Int64UpDownCounter
+
+	attrs attrCache
+}
+
+// newInstruments creates the instruments. An instrument the SDK refuses is
+// reported to the global error handler and replaced by a no-op one, so the
+// observer always works.
+func newInstruments(m metric.Meter) *instruments {
+	nm := noop.Meter{}
+	var i instruments
+	handle := func(err error) {
+		if err != nil {
+			otel.Handle(err)
+		}
+	}
+	var err error
+	if i.acquireDur, err = m.Float64Histogram(MetricAcquireDuration, metric.WithUnit("s"),
+		metric.WithDescription("Time spent acquiring a lock, waiting included, by outcome."),
+		metric.WithExplicitBucketBoundaries(acquireBuckets...)); err != nil || i.acquireDur == nil {
+		handle(err)
+		i.acquireDur, _ = nm.Float64Histogram(MetricAcquireDuration)
+	}
+	if i.holdDur, err = m.Float64Histogram(MetricHoldDuration, metric.WithUnit("s"),
+		metric.WithDescription("Time a lock was held, from acquisition to release or loss."),
+		metric.WithExplicitBucketBoundaries(holdBuckets...)); err != nil || i.holdDur == nil {
+		handle(err)
+		i.holdDur, _ = nm.Float64Histogram(MetricHoldDuration)
+	}
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil || c == nil {
+			handle(err)
+			c, _ = nm.Int64Counter(name)
+		}
+		return c
+	}
+	upDown := func(name, unit, desc string) metric.Int64UpDownCounter {
+		c, err := m.Int64UpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		if err != nil || c == nil {
+			handle(err)
+			c, _ = nm.Int64UpDownCounter(name)
+		}
+		return c
+	}
+	i.contentions = counter(MetricContentions, "{attempt}", "Acquire attempts that found the lock held by another owner.")
+	i.acquisitions = counter(MetricAcquisitions, "{acquire}", "Acquire calls, by outcome.")
+	i.renewals = counter(MetricRenewals, "{renewal}", "Lease renewal rounds, by outcome.")
+	i.losses = counter(MetricLosses, "{lease}", "Leases that ended without being released (lost, or client closed).")
+	i.unlocked = counter(MetricUnlocked, "{request}", "Handlers run without the lock because Redis was unavailable (fail-open).")
+	i.held = upDown(MetricHeld, "{lease}", "Leases held now.")
+	i.pending = upDown(MetricPending, "{acquire}", "Acquire calls in progress (waiting or attempting).")
+	return &i
+}
+
+// attrCache keeps one attribute set per (name, outcome, error.type), so a
+// measurement costs no allocation once a combination has been seen. The
+// combinations are few: names are route templates or RPC methods. Past
+// maxCachedSets sets are built per call instead, never cached.
+type attrCache struct {
+	mu sync.RWMutex
+	m  map[attrKey]*measureOpts
+}
+
+// measureOpts are ready-made option slices: passing them with ... costs no
+// allocation, where a fresh variadic argument would.
+type measureOpts struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
+
+type attrKey struct{ name, outcome, errType string }
+
+const maxCachedSets = 4096
+
+func (c *attrCache) get(name, outcome, errType string) *measureOpts {
+	k := attrKey{name, outcome, errType}
+	c.mu.RLock()
+	o, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return o
+	}
+	set := metric.WithAttributeSet(metricSet(name, outcome, errType))
+	o = &measureOpts{add: []metric.AddOption{set}, rec: []metric.RecordOption{set}}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[attrKey]*measureOpts)
+	}
+	if len(c.m) < maxCachedSets {
+		c.m[k] = o
+	}
+	c.mu.Unlock()
+	return o
+}
+
+// metricSet is the only place metric attributes are made: name, outcome and
+// error.type, each left out when empty, and never the key.
+func metricSet(name, outcome, errType string) attribute.Set {
+	kv := make([]attribute.KeyValue, 0, 3)
+	if name != "" {
+		kv = append(kv, AttrName.String(name))
+	}
+	if outcome != "" {
+		kv = append(kv, AttrOutcome.String(outcome))
+	}
+	if errType != "" {
+		kv = append(kv, AttrErrorType.String(errType))
+	}
+	return attribute.NewSet(kv...)
+}

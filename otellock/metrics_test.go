@@ -1,0 +1,192 @@
+package otellock_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/otellock"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+var (
+	name    = otellock.AttrName.String
+	outcome = otellock.AttrOutcome.String
+	errType = otellock.AttrErrorType.String
+)
+
+// Every instrument counts what happened, with lockkit.lock.name, outcome and
+// error.type as its only attributes: never the key, even with KeyRaw.
+func TestMetrics(t *testing.T) {
+	srv := redistest.Start(t)
+	tel := newTelemetry(t, otellock.WithKeyAttribute(otellock.KeyRaw))
+	tp := newTap(tel.obs)
+	c := newClient(t, srv, core.WithObserver(tp), core.WithTTL(time.Second))
+	other := newClient(t, srv, core.WithObserver(tp))
+	ctx := ctxT(t, 60*time.Second)
+	var keys []string
+	key := func(k string) string { keys = append(keys, k); return k }
+
+	// Three uncontended cycles of "GET /a"; while one is held, held = 1.
+	for i := range 3 {
+		l, err := c.Acquire(ctx, key("secret-a:"+string(rune('0'+i))), core.Name("GET /a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			m := tel.collect(t)
+			if v := sumOf(t, m, otellock.MetricHeld, name("GET /a")); v != 1 {
+				t.Fatalf("held while holding = %d, want 1", v)
+			}
+			if v := sumOf(t, m, otellock.MetricPending, name("GET /a")); v != 0 {
+				t.Fatalf("pending after acquire = %d, want 0", v)
+			}
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// "B": a timeout, a NoWait refusal and a cancelled wait behind another holder.
+	hl, err := other.Acquire(ctx, key("secret-b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, "secret-b", core.Name("B"), core.Wait(200*time.Millisecond)); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("timeout: %v", err)
+	}
+	if _, err := c.Acquire(ctx, "secret-b", core.Name("B"), core.NoWait()); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("nowait: %v", err)
+	}
+	drain(tp.contended)
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(cctx, "secret-b", core.Name("B"))
+		done <- err
+	}()
+	recv(t, tp.contended, 10*time.Second, "the cancelled waiter's contention")
+	if v := sumOf(t, tel.collect(t), otellock.MetricPending, name("B")); v != 1 {
+		t.Fatalf("pending while waiting = %d, want 1", v)
+	}
+	cancel()
+	if err := recv(t, done, 10*time.Second, "the cancelled acquire"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+	if err := hl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// "R": a renewed lease; "L": a lost one.
+	drain(tp.renewed)
+	rl, err := c.Acquire(ctx, key("secret-r"), core.Name("R"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, tp.renewed, 10*time.Second, "a renewal"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ll, err := c.Acquire(ctx, key("secret-l"), core.Name("L"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Client.Del(ctx, "lockkit:v1:k:secret-l").Err(); err != nil {
+		t.Fatal(err)
+	}
+	<-ll.Done()
+	waitFor(t, 10*time.Second, "the loss to be counted", func() bool {
+		return sumOf(t, tel.collect(t), otellock.MetricLosses, name("L"), errType("lost")) == 1
+	})
+
+	// "U": an adapter ran a handler unlocked (fail-open).
+	tel.obs.Unlocked(ctx, core.AcquireInfo{Key: key("secret-u"), Name: "U"},
+		&core.UnavailableError{Op: "acquire", Key: "secret-u", Err: errors.New("connection refused")})
+
+	m := tel.collect(t)
+	checks := []struct {
+		metric string
+		kv     []attribute.KeyValue
+		want   int64
+	}{
+		{otellock.MetricAcquisitions, []attribute.KeyValue{name("GET /a"), outcome("acquired")}, 3},
+		{otellock.MetricAcquisitions, []attribute.KeyValue{name("B"), outcome("timeout"), errType("timeout")}, 1},
+		{otellock.MetricAcquisitions, []attribute.KeyValue{name("B"), outcome("contended"), errType("contended")}, 1},
+		{otellock.MetricAcquisitions, []attribute.KeyValue{name("B"), outcome("canceled"), errType("canceled")}, 1},
+		{otellock.MetricAcquisitions, []attribute.KeyValue{outcome("acquired")}, 1}, // the other client's, no name
+		{otellock.MetricHeld, []attribute.KeyValue{name("GET /a")}, 0},
+		{otellock.MetricHeld, []attribute.KeyValue{name("R")}, 0},
+		{otellock.MetricHeld, []attribute.KeyValue{name("L")}, 0},
+		{otellock.MetricPending, []attribute.KeyValue{name("B")}, 0},
+		{otellock.MetricLosses, []attribute.KeyValue{name("L"), errType("lost")}, 1},
+		{otellock.MetricRenewals, []attribute.KeyValue{name("L"), outcome("lost"), errType("lost")}, 1},
+		{otellock.MetricUnlocked, []attribute.KeyValue{name("U"), errType("unavailable")}, 1},
+	}
+	for _, ck := range checks {
+		if got := sumOf(t, m, ck.metric, ck.kv...); got != ck.want {
+			t.Errorf("%s%v = %d, want %d", ck.metric, ck.kv, got, ck.want)
+		}
+	}
+	if got := sumOf(t, m, otellock.MetricRenewals, name("R"), outcome("ok")); got < 1 {
+		t.Errorf("renewals{R,ok} = %d, want ≥ 1", got)
+	}
+	// Contentions: ≥ 1 for the timeout, 1 for NoWait, ≥ 1 for the cancelled wait.
+	if got := sumOf(t, m, otellock.MetricContentions, name("B")); got < 3 {
+		t.Errorf("contentions{B} = %d, want ≥ 3", got)
+	}
+	if n, sum := histCount(t, m, otellock.MetricAcquireDuration, name("GET /a"), outcome("acquired")); n != 3 || sum <= 0 || sum > 30 {
+		t.Errorf("acquire.duration{GET /a, acquired} count %d sum %vs", n, sum)
+	}
+	if n, sum := histCount(t, m, otellock.MetricAcquireDuration, name("B"), outcome("timeout"), errType("timeout")); n != 1 || sum < 0.2 {
+		t.Errorf("acquire.duration{B, timeout} count %d sum %vs, want 1 of ≥ 0.2s", n, sum)
+	}
+	if n, _ := histCount(t, m, otellock.MetricHoldDuration, name("GET /a")); n != 3 {
+		t.Errorf("hold.duration{GET /a} count %d, want 3", n)
+	}
+	if n, _ := histCount(t, m, otellock.MetricHoldDuration, name("L"), errType("lost")); n != 1 {
+		t.Errorf("hold.duration{L, lost} count %d, want 1", n)
+	}
+
+	allowed := map[attribute.Key]bool{otellock.AttrName: true, otellock.AttrOutcome: true, otellock.AttrErrorType: true}
+	sets := attrSets(m)
+	for _, metric := range []string{
+		otellock.MetricAcquireDuration, otellock.MetricHoldDuration, otellock.MetricContentions,
+		otellock.MetricAcquisitions, otellock.MetricRenewals, otellock.MetricLosses,
+		otellock.MetricHeld, otellock.MetricPending, otellock.MetricUnlocked,
+	} {
+		if len(sets[metric]) == 0 {
+			t.Errorf("metric %s not recorded", metric)
+		}
+		for _, s := range sets[metric] {
+			for _, kv := range s.ToSlice() {
+				if !allowed[kv.Key] {
+					t.Errorf("%s has attribute %s", metric, kv.Key)
+				}
+				for _, k := range keys {
+					if strings.Contains(kv.Value.Emit(), k) {
+						t.Errorf("%s attribute %s carries the key %q", metric, kv.Key, k)
+					}
+				}
+			}
+		}
+	}
+	if len(sets) != 9 {
+		t.Errorf("%d metrics recorded, want 9", len(sets))
+	}
+}
+
+func drain[T any](ch chan T) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}

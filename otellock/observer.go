@@ -1,0 +1,308 @@
+package otellock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/lockkit/lockkit/core"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Span and event names.
+const (
+	SpanAcquire    = "lock.acquire"   // the wait: AcquireStart to AcquireEnd
+	SpanHold       = "lock.hold"      // the holding: acquisition to release or loss
+	EventContended = "lock.contended" // on lock.acquire: one per attempt that found the lock held
+	EventRenewed   = "lock.renewed"   // on lock.hold: one per renewal round
+	EventUnlocked  = "lock.unlocked"  // on the request's span: the handler ran without the lock (fail-open)
+)
+
+// maxLinks bounds the holder links of one lock.acquire span.
+const maxLinks = 32
+
+// New returns a core.Observer that reports lock waits and holds to
+// OpenTelemetry: install it with core.New(rdb, core.WithObserver(otellock.New())).
+// Providers and propagator are resolved now (the globals unless options say
+// otherwise). With no-op providers it costs a few allocations per acquire.
+func New(opts ...Option) core.Observer {
+	cfg := newConfig(opts)
+	return &observer{
+		cfg:      cfg,
+		tracer:   cfg.tracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		prop:     cfg.propagators,
+		m:        newInstruments(cfg.meterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))),
+		spanOpts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)},
+	}
+}
+
+type observer struct {
+	cfg      config
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	m        *instruments
+	spanOpts []trace.SpanStartOption // made once: a fresh variadic slice would allocate per span
+}
+
+var _ core.Observer = (*observer)(nil)
+
+// acquireCtx is the context AcquireStart returns: it carries the lock.acquire
+// span (as the current span) and the state of this one acquire. The engine
+// calls the acquire events of one acquire from one goroutine, so the state
+// needs no lock.
+type acquireCtx struct {
+	context.Context                 // trace.ContextWithSpan(parent, span)
+	parent          context.Context // the caller's: lock.hold's parent
+	span            trace.Span
+	lastMeta        string              // the holder metadata decoded last
+	links           []trace.SpanContext // holders linked so far
+}
+
+type acquireKey struct{}
+
+func (c *acquireCtx) Value(k any) any {
+	if k == (acquireKey{}) {
+		return c
+	}
+	return c.Context.Value(k)
+}
+
+func acquireFrom(ctx context.Context) *acquireCtx {
+	st, _ := ctx.Value(acquireKey{}).(*acquireCtx)
+	return st
+}
+
+// holdCtx is the base of the lease's context: the lock.hold span as the
+// current span (handler spans become its children) and a mark that this
+// observer owns that span, so lease events never end someone else's span.
+type holdCtx struct {
+	context.Context // trace.ContextWithSpan(parent, hold span)
+	span            trace.Span
+}
+
+type holdKey struct{}
+
+func (c *holdCtx) Value(k any) any {
+	if k == (holdKey{}) {
+		return c
+	}
+	return c.Context.Value(k)
+}
+
+func holdFrom(ctx context.Context) trace.Span {
+	if h, ok := ctx.Value(holdKey{}).(*holdCtx); ok {
+		return h.span
+	}
+	return nil
+}
+
+// AcquireStart starts lock.acquire as a child of the span in ctx (the
+// request's) and counts a pending acquire.
+func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context.Context {
+	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
+	sctx, span := o.tracer.Start(ctx, SpanAcquire, o.spanOpts...)
+	if span.IsRecording() {
+		o.setLockAttrs(span, a.Name, a.Key, AttrWaitStrategy.String(a.Strategy))
+	}
+	return &acquireCtx{Context: sctx, parent: ctx, span: span}
+}
+
+// setLockAttrs sets name, key (per mode) and extra on span.
+func (o *observer) setLockAttrs(span trace.Span, name, key string, extra ...attribute.KeyValue) {
+	kv := make([]attribute.KeyValue, 0, 2+len(extra))
+	if name != "" {
+		kv = append(kv, AttrName.String(name))
+	}
+	if k, ok := o.cfg.keyAttr(key); ok {
+		kv = append(kv, k)
+	}
+	kv = append(kv, extra...)
+	span.SetAttributes(kv...)
+}
+
+// HolderMetadata is the lock.acquire span's context, as the propagator
+// writes it: a waiter that finds this lock held links to it.
+func (o *observer) HolderMetadata(ctx context.Context, _ core.AcquireInfo) string {
+	st := acquireFrom(ctx)
+	if st == nil {
+		return ""
+	}
+	return encodeHolder(o.prop, st.span.SpanContext())
+}
+
+// Contended counts the contention, adds an event, and links lock.acquire to
+// the holder's span the first time this holder is seen.
+func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Holder, attempt int) {
+	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
+	st := acquireFrom(ctx)
+	if st == nil || !st.span.IsRecording() {
+		return
+	}
+	holder := []attribute.KeyValue{AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token)}
+	st.span.AddEvent(EventContended, trace.WithAttributes(append(holder, AttrAttempt.Int(attempt))...))
+	if h.Metadata == "" || h.Metadata == st.lastMeta || len(st.links) >= maxLinks {
+		return
+	}
+	st.lastMeta = h.Metadata
+	sc := decodeHolder(o.prop, h.Metadata)
+	if !sc.IsValid() {
+		return
+	}
+	for _, l := range st.links {
+		if l.TraceID() == sc.TraceID() && l.SpanID() == sc.SpanID() {
+			return
+		}
+	}
+	st.links = append(st.links, sc)
+	st.span.AddLink(trace.Link{SpanContext: sc, Attributes: holder})
+}
+
+// AcquireEnd ends lock.acquire with the outcome and, on success, starts
+// lock.hold as its sibling (a child of the caller's span): the returned
+// context becomes the lease's.
+func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.AcquireResult) context.Context {
+	outcome := r.Outcome.String()
+	var et string
+	if r.Outcome != core.OutcomeAcquired {
+		if et = errorType(r.Err); et == "" {
+			et = outcome
+		}
+	}
+	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, "", "").add...)
+	mo := o.m.attrs.get(a.Name, outcome, et)
+	o.m.acquisitions.Add(ctx, 1, mo.add...)
+	o.m.acquireDur.Record(ctx, r.Waited.Seconds(), mo.rec...)
+
+	parent := ctx
+	if st := acquireFrom(ctx); st != nil {
+		parent = st.parent
+		if st.span.IsRecording() {
+			if r.Outcome == core.OutcomeAcquired {
+				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrFencingToken.Int64(r.Token))
+			} else {
+				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrErrorType.String(et))
+				st.span.SetStatus(codes.Error, o.describe(r.Err, et))
+			}
+		}
+		st.span.End()
+	}
+	if r.Outcome != core.OutcomeAcquired {
+		return ctx
+	}
+	o.m.held.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
+	if !o.cfg.holdSpan {
+		return parent
+	}
+	hctx, span := o.tracer.Start(parent, SpanHold, o.spanOpts...)
+	if span.IsRecording() {
+		o.setLockAttrs(span, a.Name, a.Key, AttrFencingToken.Int64(r.Token))
+	} else if !span.SpanContext().IsValid() {
+		// A no-op span (no provider): nothing to end or to parent to, and
+		// the caller's span stays the current one.
+		return parent
+	}
+	return &holdCtx{Context: hctx, span: span}
+}
+
+// Renewed counts the renewal round by outcome and adds an event to lock.hold.
+func (o *observer) Renewed(ctx context.Context, l core.LeaseInfo, err error) {
+	outcome, et := RenewOK, ""
+	if err != nil {
+		outcome, et = RenewError, errorType(err)
+		if errors.Is(err, core.ErrLost) {
+			outcome = RenewLost
+		}
+	}
+	o.m.renewals.Add(ctx, 1, o.m.attrs.get(l.Name, outcome, et).add...)
+	if span := holdFrom(ctx); span != nil && span.IsRecording() {
+		if err == nil {
+			span.AddEvent(EventRenewed, trace.WithAttributes(AttrOutcome.String(outcome)))
+		} else {
+			span.AddEvent(EventRenewed, trace.WithAttributes(AttrOutcome.String(outcome), AttrErrorType.String(et)))
+		}
+	}
+}
+
+// Lost ends lock.hold with status Error and error.type lost (closed when the
+// Client was closed under the lease), and counts the loss.
+func (o *observer) Lost(ctx context.Context, l core.LeaseInfo, cause error) {
+	et := errorType(cause)
+	if et == "" {
+		et = "lost"
+	}
+	o.leaseEnded(ctx, l, et)
+	o.m.losses.Add(ctx, 1, o.m.attrs.get(l.Name, "", et).add...)
+	if span := holdFrom(ctx); span != nil {
+		span.SetAttributes(AttrErrorType.String(et))
+		span.SetStatus(codes.Error, o.describe(cause, et))
+		span.End()
+	}
+}
+
+// Released ends lock.hold; a release that failed (the lock had expired on
+// the server, or Redis did not answer) sets status Error.
+func (o *observer) Released(ctx context.Context, l core.LeaseInfo, err error) {
+	et := errorType(err)
+	o.leaseEnded(ctx, l, et)
+	if span := holdFrom(ctx); span != nil {
+		if err != nil {
+			span.SetAttributes(AttrErrorType.String(et))
+			span.SetStatus(codes.Error, o.describe(err, et))
+		}
+		span.End()
+	}
+}
+
+func (o *observer) leaseEnded(ctx context.Context, l core.LeaseInfo, et string) {
+	o.m.held.Add(ctx, -1, o.m.attrs.get(l.Name, "", "").add...)
+	o.m.holdDur.Record(ctx, l.Held.Seconds(), o.m.attrs.get(l.Name, "", et).rec...)
+}
+
+// Unlocked counts a handler that ran without the lock (fail-open) and marks
+// it on the request's span.
+func (o *observer) Unlocked(ctx context.Context, a core.AcquireInfo, err error) {
+	et := errorType(err)
+	o.m.unlocked.Add(ctx, 1, o.m.attrs.get(a.Name, "", et).add...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		kv := []attribute.KeyValue{AttrErrorType.String(et)}
+		if a.Name != "" {
+			kv = append(kv, AttrName.String(a.Name))
+		}
+		span.AddEvent(EventUnlocked, trace.WithAttributes(kv...))
+	}
+}
+
+// describe is a span status description. Engine errors name the key, so
+// unless keys are recorded raw the description is built without it.
+func (o *observer) describe(err error, et string) string {
+	if err == nil {
+		return et
+	}
+	if o.cfg.keyMode == KeyRaw {
+		return err.Error()
+	}
+	var ue *core.UnavailableError
+	if errors.As(err, &ue) && ue.Err != nil {
+		return "redis unavailable: " + ue.Err.Error()
+	}
+	switch et {
+	case "timeout":
+		return "lock held by another owner past the wait budget"
+	case "contended":
+		return "lock held by another owner"
+	case "canceled":
+		return "context canceled while waiting for the lock"
+	case "deadline_exceeded":
+		return "context deadline exceeded while waiting for the lock"
+	case "lost":
+		return "lease lost"
+	case "closed":
+		return "client closed"
+	case "not_held":
+		return "lease no longer held at release (expired or removed on the server)"
+	}
+	return et
+}

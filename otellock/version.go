@@ -1,0 +1,9 @@
+package otellock // import "github.com/lockkit/lockkit/otellock"
+
+// ScopeName is the instrumentation scope name of the tracer and meter that
+// otellock creates: the package's import path, as OpenTelemetry asks.
+const ScopeName = "github.com/lockkit/lockkit/otellock"
+
+// Version is the version of this instrumentation, reported as the
+// instrumentation scope version.
+const Version = "0.1.0"
