@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/ginlock"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -44,7 +45,7 @@ func startReplica(name string, rs *redisSource, obs core.Observer, hooks *demoHo
 	}
 	r := gin.New()
 	r.Use(gin.Recovery(), otelgin.Middleware(serviceName))
-	r.POST(payRoute, lockOrder(c, 10*time.Second), payHandler(name, hooks))
+	r.POST(payRoute, ginlock.New(c, ginlock.Key(ginlock.Const("order"), ginlock.Param("id")), ginlock.Wait(10*time.Second)), payHandler(name, hooks))
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -71,47 +72,6 @@ func (r *replica) stop(ctx context.Context) error {
 		r.stopErr = errors.Join(err, r.client.Close())
 	})
 	return r.stopErr
-}
-
-// lockOrder is a hand-written stand-in for the ginlock middleware: it holds
-// the lock on order:<id> for the whole handler, names the lock after the
-// route template (low-cardinality telemetry), waits on the request's
-// context, hands the handler a context bound to the lease (cancelled if the
-// lease is lost; it carries the lock.hold span) and releases with a context
-// that outlives the request.
-func lockOrder(c *core.Client, wait time.Duration) gin.HandlerFunc {
-	return func(g *gin.Context) {
-		reqCtx := g.Request.Context()
-		key, err := core.JoinKey("order", g.Param("id"))
-		if err != nil {
-			g.AbortWithStatusJSON(http.StatusBadRequest, gin.H{"error": err.Error()})
-			return
-		}
-		lease, err := c.Acquire(reqCtx, key, core.Name(g.FullPath()), core.Wait(wait))
-		switch {
-		case err == nil:
-		case errors.Is(err, core.ErrNotAcquired):
-			g.Header("Retry-After", "1")
-			g.AbortWithStatusJSON(http.StatusConflict, gin.H{"error": "order is being processed by another request"})
-			return
-		case reqCtx.Err() != nil: // the client went away while waiting
-			g.Abort()
-			return
-		default:
-			g.Header("Retry-After", "1")
-			g.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{"error": "lock service unavailable"})
-			return
-		}
-		ctx, stop := lease.Bind(reqCtx)
-		defer func() {
-			stop()
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(reqCtx), 5*time.Second)
-			defer cancel()
-			_ = lease.Release(rctx)
-		}()
-		g.Request = g.Request.WithContext(ctx)
-		g.Next()
-	}
 }
 
 // payHandler "charges the card" under the lock; its span is a child of
