@@ -53,7 +53,7 @@ at construction.
 	call ended while waiting                status.FromContextError: Canceled / DeadlineExceeded
 	lease lost, handler failed for it       codes.Aborted + retry hint
 
-The retry hint defaults to 1s (WithRetryAfter); the pushback trailer lets a
+The retry hint defaults to 1s (RetryAfter); the pushback trailer lets a
 stock gRPC client with a retry policy on ABORTED wait that long before its
 next attempt. Every answer can be replaced with WithErrorHandler.
 

@@ -101,18 +101,18 @@ func ReleaseTimeout(d time.Duration) Option {
 	}
 }
 
-// WithAcquireOptions adds core acquire options (core.Reentrant,
+// AcquireOptions adds core acquire options (core.Reentrant,
 // core.MaxWaiters, core.NoRenew...) to every acquire. Use this package's
 // Wait, NoWait and TTL for those; the lock's name is the full method.
-func WithAcquireOptions(opts ...core.AcquireOption) Option {
+func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.lock.Options = append(c.lock.Options, opts...) }
 }
 
-// WithRetryAfter sets the retry hint given with codes.Aborted and
+// RetryAfter sets the retry hint given with codes.Aborted and
 // codes.Unavailable (RetryInfo detail and grpc-retry-pushback-ms trailer).
 // f gets the acquire error; the default is adapt.DefaultRetryAfter (1s): the
 // holder's remaining TTL is no guide, renewal keeps it near the full TTL.
-func WithRetryAfter(f func(err error) time.Duration) Option {
+func RetryAfter(f func(err error) time.Duration) Option {
 	return func(c *config) { c.retryAfter = f }
 }
 

@@ -85,7 +85,7 @@ type Rejection struct {
 	// *core.NotAcquiredError when contended, matching core.ErrUnavailable
 	// when Redis is down), or for Lost the handler's error.
 	Err error
-	// RetryAfter is the hint of the WithRetryAfter function (default 1s),
+	// RetryAfter is the hint of the RetryAfter function (default 1s),
 	// set for Contended, Unavailable and Lost.
 	RetryAfter time.Duration
 }

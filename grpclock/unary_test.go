@@ -62,7 +62,7 @@ func TestUnaryDifferentOrdersRunInParallel(t *testing.T) {
 
 // A duplicate call with NoWait is answered Aborted with a retry hint: the
 // RetryInfo detail and the grpc-retry-pushback-ms trailer, 1s by default or
-// what WithRetryAfter says.
+// what RetryAfter says.
 func TestUnaryNoWaitDuplicateAborted(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -70,7 +70,7 @@ func TestUnaryNoWaitDuplicateAborted(t *testing.T) {
 		want time.Duration
 	}{
 		{"default hint", nil, time.Second},
-		{"WithRetryAfter", []grpclock.Option{grpclock.WithRetryAfter(func(err error) time.Duration {
+		{"RetryAfter", []grpclock.Option{grpclock.RetryAfter(func(err error) time.Duration {
 			if !errors.Is(err, core.ErrNotAcquired) {
 				return time.Hour
 			}
@@ -135,7 +135,7 @@ func TestUnaryClientRetryHonoursPushback(t *testing.T) {
 	const cfg = `{"methodConfig":[{"name":[{"service":"lockkit.grpclock.test.v1.Test"}],
 		"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.01s","backoffMultiplier":1,"retryableStatusCodes":["ABORTED"]}}]}`
 	conn := serveConn(t, svc, []grpc.DialOption{grpc.WithDefaultServiceConfig(cfg)},
-		unary(c, grpclock.NoWait(), grpclock.WithRetryAfter(func(error) time.Duration { return 300 * time.Millisecond })))
+		unary(c, grpclock.NoWait(), grpclock.RetryAfter(func(error) time.Duration { return 300 * time.Millisecond })))
 	cl := testpb.NewTestClient(conn)
 	ctx := ctxT(t, 20*time.Second)
 	first := make(chan error, 1)
