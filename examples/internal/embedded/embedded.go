@@ -79,6 +79,13 @@ func openEmbedded() (*Redis, error) {
 	return r, nil
 }
 
+// NewClient returns another go-redis client of the same server, with its
+// own connection pool: what a second replica of a service would have. The
+// caller closes it (before Close).
+func (r *Redis) NewClient() *redis.Client {
+	return redis.NewClient(r.Client.Options()) // NewClient copies the options
+}
+
 // advance moves miniredis's clock with the real one, so TTLs expire.
 func (r *Redis) advance() {
 	defer r.done.Done()
