@@ -175,14 +175,10 @@ func (w *witness) check(replicas []string) verdict {
 		}
 		if t.overlaps > 0 {
 			overlaps += t.overlaps
-			overlapped = append(overlapped, fmt.Sprintf("order %s: a writer entered while another was inside, %d times", id, t.overlaps))
+			overlapped = append(overlapped, fmt.Sprintf("order %s: %d overlaps (a writer entered while another was inside)", id, t.overlaps))
 		}
-		for i := 1; i < len(t.writes); i++ {
-			if t.writes[i].token <= t.writes[i-1].token {
-				stale = append(stale, fmt.Sprintf("order %s: write %d carried token %d (%s) after %d (%s)",
-					id, i+1, t.writes[i].token, t.writes[i].replica, t.writes[i-1].token, t.writes[i-1].replica))
-				break
-			}
+		if bad := tokenOrder(id, t.writes, o.Token); bad != "" {
+			stale = append(stale, bad)
 		}
 		if t.ships > 1 {
 			doubleShip = append(doubleShip, fmt.Sprintf("order %s: shipped %d times", id, t.ships))
@@ -243,4 +239,19 @@ func (w *witness) trail(id string) []write {
 		return slices.Clone(t.writes)
 	}
 	return nil
+}
+
+// tokenOrder is "" when the tokens of an order's accepted writes strictly
+// increase and the store kept the last one, else what is wrong.
+func tokenOrder(id string, ws []write, stored int64) string {
+	for i := 1; i < len(ws); i++ {
+		if ws[i].token <= ws[i-1].token {
+			return fmt.Sprintf("order %s: write %d carried token %d (%s) after %d (%s)",
+				id, i+1, ws[i].token, ws[i].replica, ws[i-1].token, ws[i-1].replica)
+		}
+	}
+	if n := len(ws); n > 0 && ws[n-1].token != stored {
+		return fmt.Sprintf("order %s: the store's last token is %d, the last write carried %d", id, stored, ws[n-1].token)
+	}
+	return ""
 }
