@@ -60,8 +60,9 @@ func report(out io.Writer, res *result) {
 	}
 
 	v := res.verdict
-	fmt.Fprintf(out, "\n%s order:%s, in write order (%d writes; %s)\n", titleTokens, v.hottest, len(v.trail), byReplica(replicaNames, writesBy(v.trail)))
+	fmt.Fprintf(out, "\n%s order:%s, in write order (%d writes: %s)\n", titleTokens, v.hottest, len(v.trail), byReplica(replicaNames, writesBy(v.trail)))
 	printTrail(out, v.trail)
+	fmt.Fprintln(out, "  each write carried the token of the lock it held; the order book refuses one older than its last")
 
 	fmt.Fprintf(out, "\n%s\n", titleWitness)
 	for _, c := range v.checks {

@@ -18,7 +18,6 @@ import (
 // result is what one run saw; report prints it.
 type result struct {
 	cfg      config
-	redis    string // where the locks lived
 	elapsed  time.Duration
 	replicas []replicaResult
 	keys     []keyResult // every key, most contended first
@@ -82,8 +81,11 @@ func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err er
 	fmt.Fprintf(out, "lockkit demo: the orders service as 3 replicas (gin, echo, gRPC), %s,\n", lockMode)
 	fmt.Fprintf(out, "locks on %s\n", rdb.Desc)
 	fmt.Fprintf(out, "  gin http://%s   echo http://%s   grpc %s\n", reps[0].addr, reps[1].addr, reps[2].addr)
-	fmt.Fprintf(out, "%d clients for %v over all three: half the requests to %s, the rest to %s;\n",
-		cfg.concurrency, cfg.duration, plural(cfg.hot, "hot order"), plural(cfg.orders, "cold order"))
+	traffic := fmt.Sprintf("half the requests to %s, the rest to %s", plural(cfg.hot, "hot order"), plural(cfg.orders, "cold order"))
+	if cfg.hot == 0 {
+		traffic = "all requests to " + plural(cfg.orders, "order")
+	}
+	fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
 	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v\n\n", cfg.wait, cfg.work)
 
 	targets := make([]target, len(reps))
@@ -100,7 +102,7 @@ func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err er
 		defer targets[i].close()
 	}
 
-	res := &result{cfg: cfg, redis: rdb.Desc}
+	res := &result{cfg: cfg}
 	res.elapsed = drive(ctx, cfg, targets, tallies, out)
 	for _, t := range targets {
 		t.close()
@@ -112,6 +114,23 @@ func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err er
 		return nil, err
 	}
 
+	res.replicas, res.keys = numbers(reps, tallies)
+	res.verdict = w.check(replicaNames)
+	// Show the tokens of the most contended order (else the most written).
+	if len(res.keys) > 0 && res.keys[0].contended > 0 {
+		id := strings.TrimPrefix(res.keys[0].key, "order:")
+		if t := w.trail(id); len(t) > 0 {
+			res.verdict.hottest, res.verdict.trail = id, t
+		}
+	}
+	return res, nil
+}
+
+// numbers gathers each replica's requests (its tally) and lock numbers (its
+// Observer), and the lock numbers per key across replicas, most contended
+// first.
+func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult) {
+	var out []replicaResult
 	keys := map[string]*keyResult{}
 	for i, r := range reps {
 		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), errors: tallies[i].errors}
@@ -135,24 +154,17 @@ func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err er
 			k.waits = append(k.waits, ks.waits...)
 		}
 		s.mu.Unlock()
-		res.replicas = append(res.replicas, rr)
+		out = append(out, rr)
 	}
+	byKey := make([]keyResult, 0, len(keys))
 	for _, k := range keys {
 		k.waits = sorted(k.waits)
-		res.keys = append(res.keys, *k)
+		byKey = append(byKey, *k)
 	}
-	slices.SortFunc(res.keys, func(a, b keyResult) int {
+	slices.SortFunc(byKey, func(a, b keyResult) int {
 		return cmp.Or(cmp.Compare(b.contended, a.contended), cmp.Compare(b.acquires, a.acquires), cmp.Compare(a.key, b.key))
 	})
-	res.verdict = w.check(replicaNames)
-	// Show the tokens of the most contended order (else the most written).
-	if len(res.keys) > 0 && res.keys[0].contended > 0 {
-		id := strings.TrimPrefix(res.keys[0].key, "order:")
-		if t := w.trail(id); len(t) > 0 {
-			res.verdict.hottest, res.verdict.trail = id, t
-		}
-	}
-	return res, nil
+	return out, byKey
 }
 
 func plural(n int, what string) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/lockkit/lockkit/examples/internal/orders"
@@ -201,7 +202,7 @@ func (w *witness) check(replicas []string) verdict {
 			idle = append(idle, r+" wrote nothing")
 		}
 	}
-	v.checks = append(v.checks, verdictOf(idle, "every replica wrote", byReplica(replicas, wrote)))
+	v.checks = append(v.checks, verdictOf(idle, "every replica wrote", "writes by "+byReplica(replicas, wrote)))
 	if len(overlapped) > 0 { // say how many in all, not only the first
 		v.checks[1].detail = fmt.Sprintf("%d overlaps on %d orders; %s", overlaps, len(overlapped), v.checks[1].detail)
 	}
@@ -221,14 +222,11 @@ func verdictOf(bad []string, what, good string) check {
 }
 
 func byReplica(replicas []string, n map[string]int) string {
-	s := "writes by"
+	parts := make([]string, len(replicas))
 	for i, r := range replicas {
-		if i > 0 {
-			s += ","
-		}
-		s += fmt.Sprintf(" %s %d", r, n[r])
+		parts[i] = fmt.Sprintf("%s %d", r, n[r])
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
 // trail is the accepted writes of order id, in order.
