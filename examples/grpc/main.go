@@ -1,7 +1,9 @@
-// Command grpc is lockkit's gRPC example: an orders service whose PayOrder
-// and RefundOrder run under the distributed lock order:<order_id> (the key
-// the HTTP examples take for /orders/:id), on REDIS_URL or, when unset, an
-// embedded miniredis.
+// Command grpc is the orders service of lockkit's examples over gRPC
+// (orders.v1.Orders): the order book the gin and echo examples serve over
+// HTTP (examples/internal/orders), with PayOrder, RefundOrder and ShipOrder
+// under the distributed lock order:<order_id> — the key the HTTP examples
+// take for /orders/:id — on REDIS_URL or, when unset, an embedded miniredis.
+// Each write is fenced with the lock's token.
 //
 //	go run ./examples/grpc                      # listens on 127.0.0.1:50051
 //	grpcurl -plaintext -d '{"order_id":"42","amount_cents":1000}' 127.0.0.1:50051 orders.v1.Orders/PayOrder
@@ -11,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,102 +22,60 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
-
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
-	"github.com/lockkit/lockkit/grpclock"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
 )
 
 func main() {
-	addr := flag.String("addr", envOr("GRPC_ADDR", "127.0.0.1:50051"), "listen address (env GRPC_ADDR)")
-	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	lis, err := net.Listen("tcp", *addr)
-	if err == nil {
-		err = serve(ctx, lis, os.Getenv("REDIS_URL"), time.Second, os.Stdout)
-	}
-	if err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "grpc example:", err)
 		os.Exit(1)
 	}
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
+func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("grpc", flag.ContinueOnError)
+	def := getenv("GRPC_ADDR")
+	if def == "" {
+		def = "127.0.0.1:50051"
 	}
-	return def
+	addr := fs.String("addr", def, "listen address (env GRPC_ADDR)")
+	work := fs.Duration("work", 20*time.Millisecond, "time each order write takes (a slow database)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	return serve(ctx, lis, getenv(embedded.EnvURL), *work, out)
 }
 
-// lockedMethods are the RPCs that change an order; GetOrder only reads.
-var lockedMethods = map[string]bool{
-	ordersv1.Orders_PayOrder_FullMethodName:    true,
-	ordersv1.Orders_RefundOrder_FullMethodName: true,
-}
-
-// newServer builds the gRPC server: the lock on the methods that change an
-// order (selected with go-grpc-middleware's selector; the key is each
-// message's LockKey(), order:<id>), recovery inside it, reflection on.
-func newServer(client *core.Client, svc ordersv1.OrdersServer) *grpc.Server {
-	changesOrder := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
-		return lockedMethods[c.FullMethod()]
-	})
-	s := grpc.NewServer(grpc.ChainUnaryInterceptor(
-		// (authentication would go here, before the lock)
-		selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(client, grpclock.Wait(5*time.Second)), changesOrder),
-		recovery.UnaryServerInterceptor(recovery.WithRecoveryHandler(func(p any) error {
-			return status.Errorf(codes.Internal, "panic: %v", p)
-		})),
-	))
-	ordersv1.RegisterOrdersServer(s, svc)
-	reflection.Register(s)
-	return s
-}
-
-// serve runs the service on lis until ctx ends. provider is how long the
-// simulated payment provider takes.
-func serve(ctx context.Context, lis net.Listener, redisURL string, provider time.Duration, out io.Writer) error {
-	rdb, desc, cleanup, err := openRedis(redisURL)
+// serve runs the service on lis until ctx ends, its locks on the Redis at
+// redisURL ("": embedded). work is how long each order write takes.
+func serve(ctx context.Context, lis net.Listener, redisURL string, work time.Duration, out io.Writer) error {
+	rdb, err := embedded.Open(ctx, redisURL)
 	if err != nil {
 		lis.Close()
 		return err
 	}
-	defer cleanup()
-	client, err := core.New(rdb)
+	defer rdb.Close()
+	client, err := core.New(rdb.Client)
 	if err != nil {
 		lis.Close()
 		return err
 	}
 	defer client.Close()
 
-	s := newServer(client, newOrders(provider))
-	fmt.Fprintf(out, "orders gRPC server listening on %s (locks on %s)\n", lis.Addr(), desc)
+	s := ordersgrpc.NewServer(ordersgrpc.Config{Client: client, Book: orders.NewStore(work)})
+	fmt.Fprintf(out, "orders (gRPC) listening on %s (locks on %s)\n", lis.Addr(), rdb.Desc)
+	fmt.Fprintln(out, "  PayOrder, RefundOrder  lock order:<order_id> (wait)")
+	fmt.Fprintln(out, "  ShipOrder              lock order:<order_id> (no wait: ABORTED when busy)")
+	fmt.Fprintln(out, "  GetOrder               no lock")
 	fmt.Fprintf(out, "try: grpcurl -plaintext -d '{\"order_id\":\"42\",\"amount_cents\":1000}' %s orders.v1.Orders/PayOrder\n", lis.Addr())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(lis) }()
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	stopped := make(chan struct{})
-	go func() { s.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(10 * time.Second):
-		s.Stop()
-		<-stopped
-	}
-	if err := <-served; err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return err
-	}
-	return nil
+	return ordersgrpc.Serve(ctx, s, lis)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +35,7 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, lis, redisURL, 50*time.Millisecond, pw); pw.Close() }()
+	go func() { done <- serve(ctx, lis, redisURL, 20*time.Millisecond, pw); pw.Close() }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil || !strings.Contains(line, "listening on "+lis.Addr().String()) {
 		t.Fatalf("first line %q, %v", line, err)
@@ -54,9 +55,12 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 	return conn
 }
 
-// Ten concurrent payments of one order charge it once: the lock serialises
-// them and the later ones find it paid. GetOrder takes no lock (selector),
-// reflection lists the service, an empty order id is InvalidArgument.
+// Ten concurrent payments of one order all count (the lock serialises
+// their read-modify-write; the book is fenced with strictly increasing
+// tokens), a refund larger than the balance is refused, five concurrent
+// ShipOrder calls ship once (the others find the order busy — no wait — or
+// shipped), GetOrder takes no lock (selector), reflection lists the service,
+// an empty order id or a negative amount is InvalidArgument.
 func checkOrders(t *testing.T, conn *grpc.ClientConn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,47 +68,80 @@ func checkOrders(t *testing.T, conn *grpc.ClientConn) {
 
 	const n = 10
 	var wg sync.WaitGroup
-	codesSeen := make(chan codes.Code, n)
-	tokens := make(chan int64, n)
-	for range n {
+	tokens := make([]int64, n)
+	for i := range n {
 		wg.Go(func() {
 			resp, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: "42", AmountCents: 1000})
-			codesSeen <- status.Code(err)
-			if err == nil {
-				tokens <- resp.GetFencingToken()
+			if err != nil {
+				t.Errorf("PayOrder: %v", err)
+				return
 			}
+			if resp.GetFencingToken() != resp.GetOrder().GetToken() {
+				t.Errorf("fencing token %d, order written with %d", resp.GetFencingToken(), resp.GetOrder().GetToken())
+			}
+			tokens[i] = resp.GetFencingToken()
 		})
 	}
 	wg.Wait()
-	close(codesSeen)
-	close(tokens)
-	var ok, paid int
-	for c := range codesSeen {
-		switch c {
-		case codes.OK:
-			ok++
-		case codes.FailedPrecondition:
-			paid++
-		default:
-			t.Fatalf("PayOrder: %v", c)
+	slices.Sort(tokens)
+	for i := 1; i < n; i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("fencing tokens not distinct and positive: %v", tokens)
 		}
 	}
-	if ok != 1 || paid != n-1 {
-		t.Fatalf("%d payments went through, %d found the order paid; want 1 and %d", ok, paid, n-1)
-	}
-	if tok := <-tokens; tok <= 0 {
-		t.Fatalf("fencing token %d", tok)
-	}
 	o, err := cl.GetOrder(ctx, &ordersv1.GetOrderRequest{OrderId: "42"})
-	if err != nil || o.GetCharges() != 1 || o.GetStatus() != ordersv1.OrderStatus_ORDER_STATUS_PAID {
-		t.Fatalf("order after the payments: %v, %v", o, err)
+	if err != nil || o.GetPayments() != n || o.GetBalanceCents() != n*1000 || o.GetToken() != tokens[n-1] {
+		t.Fatalf("order after %d payments of 1000 (last token %d): %v, %v: updates were lost", n, tokens[n-1], o, err)
 	}
-	if _, err := cl.RefundOrder(ctx, &ordersv1.RefundOrderRequest{OrderId: "42"}); err != nil {
-		t.Fatal(err)
+	if r, err := cl.RefundOrder(ctx, &ordersv1.RefundOrderRequest{OrderId: "42", AmountCents: 2500}); err != nil || r.GetOrder().GetBalanceCents() != n*1000-2500 {
+		t.Fatalf("RefundOrder: %v, %v", r, err)
 	}
-	_, err = cl.PayOrder(ctx, &ordersv1.PayOrderRequest{AmountCents: 1})
-	if status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("PayOrder without an order id: %v", err)
+	if _, err := cl.RefundOrder(ctx, &ordersv1.RefundOrderRequest{OrderId: "42", AmountCents: n * 1000}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("refund above the balance: %v", err)
+	}
+
+	ships := make(chan codes.Code, 5)
+	for range cap(ships) {
+		wg.Go(func() {
+			_, err := cl.ShipOrder(ctx, &ordersv1.ShipOrderRequest{OrderId: "42"})
+			ships <- status.Code(err)
+		})
+	}
+	wg.Wait()
+	close(ships)
+	shipped := 0
+	for c := range ships {
+		switch c {
+		case codes.OK:
+			shipped++
+		case codes.Aborted, codes.FailedPrecondition: // busy (no wait), or already shipped
+		default:
+			t.Errorf("ShipOrder: %v", c)
+		}
+	}
+	if shipped != 1 {
+		t.Fatalf("shipped %d times", shipped)
+	}
+	if _, err := cl.ShipOrder(ctx, &ordersv1.ShipOrderRequest{OrderId: "43"}); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("ship an unpaid order: %v", err)
+	}
+	for what, err := range map[string]error{
+		"PayOrder without an order id": func() error {
+			_, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{AmountCents: 1})
+			return err
+		}(),
+		"PayOrder of a negative amount": func() error {
+			_, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: "42", AmountCents: -1})
+			return err
+		}(),
+		"GetOrder without an order id": func() error {
+			_, err := cl.GetOrder(ctx, &ordersv1.GetOrderRequest{})
+			return err
+		}(),
+	} {
+		if status.Code(err) != codes.InvalidArgument {
+			t.Errorf("%s: %v", what, err)
+		}
 	}
 
 	refl, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
@@ -147,7 +184,37 @@ func TestLockKey(t *testing.T) {
 	if k, err := (&ordersv1.RefundOrderRequest{OrderId: "a:b"}).LockKey(); k != `order:a\:b` || err != nil {
 		t.Fatalf("LockKey = %q, %v", k, err)
 	}
+	if k, err := (&ordersv1.ShipOrderRequest{OrderId: "42"}).LockKey(); k != "order:42" || err != nil {
+		t.Fatalf("LockKey = %q, %v", k, err)
+	}
 	if _, err := (&ordersv1.PayOrderRequest{}).LockKey(); err == nil {
 		t.Fatal("empty order id gave a key")
+	}
+}
+
+// run listens where -addr says and stops when its context ends; a bad flag
+// or address is an error.
+func TestRun(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-work", "0"}, func(string) string { return "" }, pw)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || !strings.Contains(line, "listening on 127.0.0.1:") || !strings.Contains(line, "embedded miniredis") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if err := run(context.Background(), []string{"-nope"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("a bad flag was accepted")
+	}
+	if err := run(context.Background(), []string{"-addr", "256.0.0.1:1"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Fatal("a bad address was accepted")
 	}
 }

@@ -14,3 +14,8 @@ func (r *PayOrderRequest) LockKey() (string, error) {
 func (r *RefundOrderRequest) LockKey() (string, error) {
 	return core.JoinKey("order", r.GetOrderId())
 }
+
+// LockKey is order:<order_id>: shipping excludes payments and refunds.
+func (r *ShipOrderRequest) LockKey() (string, error) {
+	return core.JoinKey("order", r.GetOrderId())
+}

@@ -37,6 +37,7 @@ type Redis struct {
 	// Embedded is true when no URL was given.
 	Embedded bool
 
+	opts func() *redis.Options // fresh options for NewClient
 	mr   *miniredis.Miniredis
 	stop chan struct{}
 	done sync.WaitGroup
@@ -49,15 +50,20 @@ func Open(ctx context.Context, url string) (*Redis, error) {
 	if url == "" {
 		return openEmbedded()
 	}
-	opt, err := redis.ParseURL(url)
-	if err != nil {
+	if _, err := redis.ParseURL(url); err != nil {
 		return nil, fmt.Errorf("embedded: %s: %w", EnvURL, err)
 	}
-	opt.ContextTimeoutEnabled = true
-	r := &Redis{Client: redis.NewClient(opt), Desc: "redis at " + opt.Addr}
+	opts := func() *redis.Options {
+		opt, _ := redis.ParseURL(url) // checked above
+		opt.ContextTimeoutEnabled = true
+		return opt
+	}
+	r := &Redis{Client: redis.NewClient(opts()), opts: opts}
+	addr := r.Client.Options().Addr
+	r.Desc = "redis at " + addr
 	if err := r.Client.Ping(ctx).Err(); err != nil {
 		_ = r.Client.Close()
-		return nil, fmt.Errorf("embedded: cannot reach %s: %w", opt.Addr, err)
+		return nil, fmt.Errorf("embedded: cannot reach %s: %w", addr, err)
 	}
 	return r, nil
 }
@@ -67,8 +73,10 @@ func openEmbedded() (*Redis, error) {
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("embedded: start miniredis: %w", err)
 	}
+	opts := func() *redis.Options { return &redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true} }
 	r := &Redis{
-		Client:   redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}),
+		Client:   redis.NewClient(opts()),
+		opts:     opts,
 		Desc:     "embedded miniredis at " + mr.Addr() + " (set " + EnvURL + " to use a real Redis)",
 		Embedded: true,
 		mr:       mr,
@@ -78,6 +86,12 @@ func openEmbedded() (*Redis, error) {
 	go r.advance()
 	return r, nil
 }
+
+// NewClient returns another go-redis client of the same server, with its
+// own connection pool: what a second replica of a service would have. The
+// caller closes it (before Close). Its options are made afresh, not copied
+// from Client: go-redis options carry per-client state (push handlers).
+func (r *Redis) NewClient() *redis.Client { return redis.NewClient(r.opts()) }
 
 // advance moves miniredis's clock with the real one, so TTLs expire.
 func (r *Redis) advance() {

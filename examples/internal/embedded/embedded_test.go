@@ -74,3 +74,29 @@ func TestOpenURL(t *testing.T) {
 		t.Fatal("Open of a bad URL succeeded")
 	}
 }
+
+// NewClient gives another client of the same server, with options of its
+// own (go-redis keeps per-client state in them).
+func TestNewClient(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, url := range []string{"", "redis://" + srv.Addr() + "/0"} {
+		r, err := embedded.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := r.NewClient()
+		if c.Options() == r.Client.Options() || !c.Options().ContextTimeoutEnabled || c.Options().Addr != r.Client.Options().Addr {
+			t.Errorf("%q: options shared or different: %+v", url, c.Options())
+		}
+		if err := c.Set(ctx, "k", url, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := r.Client.Get(ctx, "k").Result(); err != nil || v != url {
+			t.Errorf("%q: the two clients see different servers: %q %v", url, v, err)
+		}
+		_ = c.Close()
+		_ = r.Close()
+	}
+}

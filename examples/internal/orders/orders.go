@@ -47,6 +47,18 @@ type Export struct {
 	Token  int64  `json:"token"`
 }
 
+// Book is what the order routes run: *Store, or a wrapper around one (the
+// demo wraps it with its witness). Every front end — gin, echo, gRPC —
+// takes a Book, so all of them serve the same order book.
+type Book interface {
+	Get(id string) Order
+	Pay(ctx context.Context, id string, token, cents int64) (Order, error)
+	Refund(ctx context.Context, id string, token, cents int64) (Order, error)
+	Ship(ctx context.Context, id string, token int64) (Order, error)
+}
+
+var _ Book = (*Store)(nil)
+
 // Store is the order book. The zero value is not usable; use NewStore.
 type Store struct {
 	// Work is the time between the read and the write of each operation

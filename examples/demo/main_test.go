@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/internal/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testConfig is a short run: 8 clients, one hot order (so four of them queue
+// for it at any time), 20 cold ones.
+func testConfig(redisURL string) config {
+	return config{
+		duration: 1200 * time.Millisecond, concurrency: 8, orders: 20, hot: 1,
+		work: 2 * time.Millisecond, wait: 5 * time.Second, redisURL: redisURL,
+	}
+}
+
+// runScenario runs the demo's scenario and its report in-process.
+func runScenario(t *testing.T, cfg config) (*result, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	res, err := scenario(ctx, cfg, &out)
+	if err != nil {
+		t.Fatalf("scenario: %v\n%s", err, out.String())
+	}
+	report(&out, res)
+	return res, out.String()
+}
+
+// checkHolds asserts a locked run: the witness holds (exit status 0), the
+// report has every section, all three replicas served writes, the hot order
+// was contended across replicas, and its tokens strictly increase.
+func checkHolds(t *testing.T, res *result, out string) {
+	t.Helper()
+	if code := exitCode(res); code != exitOK || !res.verdict.holds() {
+		t.Errorf("exit status %d, witness:\n%s", code, out)
+	}
+	for _, s := range []string{titleRequests, titleLocks, titleKeys, titleTokens + " order:h1", titleWitness, "the witness holds", "done"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("the report has no %q:\n%s", s, out)
+		}
+	}
+	for _, r := range res.replicas {
+		if r.counts[outOK] == 0 || r.acquired == 0 || len(r.waits) != r.acquired || len(r.holds) != r.acquired {
+			t.Errorf("replica %s: %d ok, %d acquired, %d waits and %d holds observed", r.name, r.counts[outOK], r.acquired, len(r.waits), len(r.holds))
+		}
+		if r.counts[outOther] != 0 {
+			t.Errorf("replica %s: %d unexpected answers: %v", r.name, r.counts[outOther], r.errors)
+		}
+	}
+	// Two independent counts agree: every lease acquired ran one critical
+	// section, every 200 / OK answer is one write the witness recorded.
+	acquired, ok := 0, 0
+	for _, r := range res.replicas {
+		acquired, ok = acquired+r.acquired, ok+r.counts[outOK]
+	}
+	if acquired != res.verdict.entered || ok != res.verdict.writes {
+		t.Errorf("%d leases acquired, %d critical sections entered; %d ok answers, %d writes recorded", acquired, res.verdict.entered, ok, res.verdict.writes)
+	}
+	if len(res.keys) == 0 || res.keys[0].key != "order:h1" || res.keys[0].contended == 0 {
+		t.Errorf("no contention on the hot order: %+v", res.keys[:min(len(res.keys), 2)])
+	}
+	trail, by := res.verdict.trail, map[string]int{}
+	for i, w := range trail {
+		by[w.replica]++
+		if i > 0 && w.token <= trail[i-1].token {
+			t.Fatalf("tokens of order:h1 not increasing at write %d: %d then %d", i+1, trail[i-1].token, w.token)
+		}
+	}
+	if len(by) != 3 {
+		t.Errorf("the hot order was written by %v: all three replicas should share it", by)
+	}
+}
+
+// The demo on its embedded miniredis.
+func TestScenarioEmbedded(t *testing.T) {
+	res, out := runScenario(t, testConfig(""))
+	if !strings.Contains(out, "embedded miniredis") {
+		t.Errorf("not on the embedded Redis:\n%s", out)
+	}
+	checkHolds(t, res, out)
+	t.Log("\n" + out)
+}
+
+// The same binary on a real redis-server gives the same kind of report.
+func TestScenarioRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	res, out := runScenario(t, testConfig("redis://"+srv.Addr()+"/0"))
+	if !strings.Contains(out, "redis at "+srv.Addr()) {
+		t.Errorf("not on %s:\n%s", srv.Addr(), out)
+	}
+	checkHolds(t, res, out)
+}
+
+// Without the lock the same traffic breaks the order book, the witness sees
+// it and the exit status says so: the witness can fail.
+func TestNoLockFailsTheWitness(t *testing.T) {
+	cfg := testConfig("")
+	cfg.noLock = true
+	res, out := runScenario(t, cfg)
+	if code := exitCode(res); code != exitWitness || res.verdict.holds() {
+		t.Fatalf("exit status %d without the lock:\n%s", code, out)
+	}
+	failed := map[string]bool{}
+	for _, c := range res.verdict.checks {
+		failed[c.what] = !c.ok
+	}
+	if !failed["no overlapping holders"] || !failed["no stale-token write accepted"] || failed["every replica wrote"] {
+		t.Errorf("failed checks %v:\n%s", failed, out)
+	}
+	if !strings.Contains(out, "THE WITNESS FAILED") || !strings.Contains(out, "WITHOUT the lock") {
+		t.Errorf("report:\n%s", out)
+	}
+}
+
+// run's exit statuses for what is not a run: help, bad flags, a Redis that
+// is not there.
+func TestRunErrors(t *testing.T) {
+	srv := redistest.Start(t)
+	dead := "redis://" + srv.Addr()
+	srv.Kill()
+	env := func(k string) string { return map[string]string{embedded.EnvURL: dead}[k] }
+	for _, tc := range []struct {
+		args []string
+		want int
+		err  string
+	}{
+		{[]string{"-h"}, exitOK, "usage: demo"},
+		{[]string{"-nope"}, exitError, "flag provided but not defined"},
+		{[]string{"-duration", "0s"}, exitError, "-duration must be"},
+		{[]string{"-concurrency", "0"}, exitError, "-concurrency must be"},
+		{[]string{"-wait", "-1s"}, exitError, "-wait must be"},
+		{[]string{"extra"}, exitError, "unexpected arguments"},
+		{[]string{"-duration", "1s"}, exitError, "cannot reach " + srv.Addr()}, // REDIS_URL from env
+		{[]string{"-redis", "http://nope"}, exitError, "REDIS_URL"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), tc.args, env, &out, &errOut); code != tc.want || !strings.Contains(errOut.String(), tc.err) {
+			t.Errorf("run %v = %d, stderr %q; want %d and %q", tc.args, code, errOut.String(), tc.want, tc.err)
+		}
+	}
+}
+
+func TestParse(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{embedded.EnvURL: "redis://r:1", EnvOTLP: "http://collector:4318"}[k]
+	}
+	cfg, err := parse(nil, env, &bytes.Buffer{})
+	if err != nil || cfg.redisURL != "redis://r:1" || cfg.otlp != "http://collector:4318" || cfg.duration != 5*time.Second || cfg.noLock {
+		t.Fatalf("defaults from env: %+v %v", cfg, err)
+	}
+	cfg, err = parse([]string{"-redis", "redis://x:2", "-otlp", "", "-nolock", "-hot", "0"}, env, &bytes.Buffer{})
+	if err != nil || cfg.redisURL != "redis://x:2" || cfg.otlp != "" || !cfg.noLock || cfg.hot != 0 {
+		t.Fatalf("flags over env: %+v %v", cfg, err)
+	}
+	var out bytes.Buffer
+	extra, shutdown, err := observers(context.Background(), "http://collector:4318", &out)
+	if err != nil || len(extra) != 0 || shutdown(context.Background()) != nil || !strings.Contains(out.String(), "otellock") {
+		t.Fatalf("observers: %v %v %q", extra, err, out.String())
+	}
+}
+
+// The report observer counts what the engine tells it, through the fan-out
+// (which chains the contexts: each observer finds its own mark), the same in
+// each of two observers.
+func TestObserverThroughFanOut(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := embedded.Open(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, b := newLockStats(), newLockStats()
+	c, err := core.New(r.Client, core.WithObserver(observe(a, b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Acquire(ctx, "order:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Acquire(ctx, "order:1", core.NoWait()); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("second acquire: %v", err)
+	}
+	if _, err := c.Acquire(ctx, "order:1", core.Wait(200*time.Millisecond)); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("third acquire: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*lockStats{a, b} {
+		s.mu.Lock()
+		k := s.keys["order:1"]
+		if k == nil || k.acquires != 3 || k.contended != 2 || len(s.waits) != 1 || len(s.holds) != 1 ||
+			s.outcomes[core.OutcomeAcquired] != 1 || s.outcomes[core.OutcomeContended] != 1 || s.outcomes[core.OutcomeTimeout] != 1 {
+			t.Errorf("observed %+v %+v waits %v holds %v", k, s.outcomes, s.waits, s.holds)
+		}
+		s.mu.Unlock()
+	}
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// lockStats is the report's core.Observer, one per replica's lock Client:
+// how long each acquire waited (AcquireEnd's Waited), how long each lease
+// was held (Released's Held), how each acquire ended, and per key how many
+// acquires found the lock held by someone else. It is what otellock's
+// histograms and counters would show on a dashboard, kept in memory.
+type lockStats struct {
+	core.NopObserver
+
+	mu       sync.Mutex
+	waits    []time.Duration // of acquires that got the lock
+	holds    []time.Duration
+	outcomes map[core.Outcome]int
+	unlocked int
+	keys     map[string]*keyStats
+}
+
+// keyStats is one key's share of the acquires.
+type keyStats struct {
+	acquires  int
+	contended int             // acquires that found the lock held (Contended, or not acquired)
+	waits     []time.Duration // of acquires that got it
+}
+
+func newLockStats() *lockStats {
+	return &lockStats{outcomes: map[core.Outcome]int{}, keys: map[string]*keyStats{}}
+}
+
+// acquireMark travels in the context AcquireStart returns, so Contended can
+// mark its acquire and AcquireEnd count it once, however many attempts it
+// made.
+type acquireMark struct{ contended atomic.Bool }
+
+type markKey struct{ s *lockStats }
+
+func (s *lockStats) AcquireStart(ctx context.Context, _ core.AcquireInfo) context.Context {
+	return context.WithValue(ctx, markKey{s}, &acquireMark{})
+}
+
+func (s *lockStats) Contended(ctx context.Context, _ core.AcquireInfo, _ core.Holder, _ int) {
+	if m, ok := ctx.Value(markKey{s}).(*acquireMark); ok {
+		m.contended.Store(true)
+	}
+}
+
+func (s *lockStats) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.AcquireResult) context.Context {
+	m, _ := ctx.Value(markKey{s}).(*acquireMark)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.outcomes[r.Outcome]++
+	k := s.keys[a.Key]
+	if k == nil {
+		k = &keyStats{}
+		s.keys[a.Key] = k
+	}
+	k.acquires++
+	// A NoWait acquire refused because a lease of this same Client holds the
+	// key gets no Contended event (no attempt was made): its outcome says it.
+	if (m != nil && m.contended.Load()) || r.Outcome == core.OutcomeContended || r.Outcome == core.OutcomeTimeout {
+		k.contended++
+	}
+	if r.Outcome == core.OutcomeAcquired {
+		s.waits = append(s.waits, r.Waited)
+		k.waits = append(k.waits, r.Waited)
+	}
+	return ctx
+}
+
+func (s *lockStats) Released(_ context.Context, l core.LeaseInfo, _ error) {
+	s.mu.Lock()
+	s.holds = append(s.holds, l.Held)
+	s.mu.Unlock()
+}
+
+func (s *lockStats) Unlocked(context.Context, core.AcquireInfo, error) {
+	s.mu.Lock()
+	s.unlocked++
+	s.mu.Unlock()
+}
+
+// fanOut hands every event to several Observers (the report's, otellock's),
+// chaining the contexts AcquireStart and AcquireEnd return so each one finds
+// what it put there (a span, the report's mark) in the later events.
+type fanOut struct {
+	core.NopObserver
+	obs []core.Observer
+}
+
+// observe combines obs into one Observer.
+func observe(obs ...core.Observer) core.Observer {
+	if len(obs) == 1 {
+		return obs[0]
+	}
+	return &fanOut{obs: obs}
+}
+
+func (f *fanOut) AcquireStart(ctx context.Context, a core.AcquireInfo) context.Context {
+	for _, o := range f.obs {
+		ctx = o.AcquireStart(ctx, a)
+	}
+	return ctx
+}
+
+// HolderMetadata is the first non-empty one (otellock's trace context).
+func (f *fanOut) HolderMetadata(ctx context.Context, a core.AcquireInfo) string {
+	for _, o := range f.obs {
+		if m := o.HolderMetadata(ctx, a); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+func (f *fanOut) Contended(ctx context.Context, a core.AcquireInfo, h core.Holder, attempt int) {
+	for _, o := range f.obs {
+		o.Contended(ctx, a, h, attempt)
+	}
+}
+
+func (f *fanOut) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.AcquireResult) context.Context {
+	for _, o := range f.obs {
+		ctx = o.AcquireEnd(ctx, a, r)
+	}
+	return ctx
+}
+
+func (f *fanOut) Renewed(ctx context.Context, l core.LeaseInfo, err error) {
+	for _, o := range f.obs {
+		o.Renewed(ctx, l, err)
+	}
+}
+
+func (f *fanOut) Lost(ctx context.Context, l core.LeaseInfo, cause error) {
+	for _, o := range f.obs {
+		o.Lost(ctx, l, cause)
+	}
+}
+
+func (f *fanOut) Released(ctx context.Context, l core.LeaseInfo, err error) {
+	for _, o := range f.obs {
+		o.Released(ctx, l, err)
+	}
+}
+
+func (f *fanOut) Unlocked(ctx context.Context, a core.AcquireInfo, err error) {
+	for _, o := range f.obs {
+		o.Unlocked(ctx, a, err)
+	}
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+)
+
+// replica is one server of the orders service. Like a replica in its own
+// process it has its own go-redis client and lock Client on the shared
+// Redis; what the replicas share is the order book (the database) and the
+// locks' keys.
+type replica struct {
+	name, proto string // "gin", "http"
+	addr        string
+	rdb         *redis.Client
+	lock        *core.Client
+	stats       *lockStats
+	stop        func(context.Context) error // stops serving, waiting for requests in flight
+}
+
+// Replica names, in report order.
+const (
+	replicaGin  = "gin"
+	replicaEcho = "echo"
+	replicaGRPC = "grpc"
+)
+
+var replicaNames = []string{replicaGin, replicaEcho, replicaGRPC}
+
+// startReplicas starts the gin, echo and gRPC replicas on loopback ports.
+// extra are the Observers each lock Client gets besides its lockStats.
+func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Observer) (_ []*replica, err error) {
+	var reps []*replica
+	defer func() {
+		if err != nil {
+			stopReplicas(reps)
+		}
+	}()
+	for _, name := range replicaNames {
+		rep := &replica{name: name, proto: "http", rdb: r.NewClient(), stats: newLockStats()}
+		rep.stop = func(context.Context) error { return nil }
+		reps = append(reps, rep)
+		rep.lock, err = core.New(rep.rdb, core.WithObserver(observe(append([]core.Observer{rep.stats}, extra...)...)), core.WithOwner("demo-"+name))
+		if err != nil {
+			return nil, err
+		}
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		rep.addr = lis.Addr().String()
+		book := w.book(name)
+		switch name {
+		case replicaGin:
+			rep.stop = serveHTTP(lis, ginRouter(rep.lock, book, cfg.wait, !cfg.noLock))
+		case replicaEcho:
+			rep.stop = serveHTTP(lis, echoRouter(rep.lock, book, cfg.wait, !cfg.noLock))
+		case replicaGRPC:
+			rep.proto = "grpc"
+			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- ordersgrpc.Serve(ctx, s, lis) }()
+			rep.stop = func(context.Context) error { cancel(); return <-done }
+		}
+	}
+	return reps, nil
+}
+
+// serveHTTP serves h on lis; the returned stop shuts it down gracefully.
+func serveHTTP(lis net.Listener, h http.Handler) func(context.Context) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	return func(ctx context.Context) error {
+		err := srv.Shutdown(ctx)
+		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
+			err = errors.Join(err, serr)
+		}
+		return err
+	}
+}
+
+// stopReplicas stops serving (requests in flight finish, their locks are
+// released), then closes each lock Client and go-redis client.
+func stopReplicas(reps []*replica) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var errs []error
+	for _, r := range reps {
+		if err := r.stop(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("%s: stop: %w", r.name, err))
+		}
+	}
+	for _, r := range reps {
+		if r.lock != nil {
+			if err := r.lock.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("%s: close lock client: %w", r.name, err))
+			}
+		}
+		if err := r.rdb.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: close redis client: %w", r.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/orders"
+)
+
+// result is what one run saw; report prints it.
+type result struct {
+	cfg      config
+	elapsed  time.Duration
+	replicas []replicaResult
+	keys     []keyResult // every key, most contended first
+	verdict  verdict
+}
+
+// replicaResult is one replica's share: requests by outcome (client side)
+// and its lock Client's Observer numbers (server side).
+type replicaResult struct {
+	name, proto, addr string
+	counts            [nOutcomes]int
+	errors            []string // the first "other" answers
+
+	acquires, acquired, notAcquired, contended int
+	waits, holds                               []time.Duration // sorted
+}
+
+// keyResult is one lock key across the replicas.
+type keyResult struct {
+	key                 string
+	acquires, contended int
+	waits               []time.Duration // sorted, of acquires that got it
+}
+
+// scenario runs the demo: a Redis (embedded unless cfg.redisURL), the three
+// replicas on it, cfg.concurrency clients for cfg.duration, then everything
+// stopped and closed, and the numbers and the witness's verdict returned.
+// Progress goes to out.
+func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err error) {
+	rdb, err := embedded.Open(ctx, cfg.redisURL)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, rdb.Close()) }()
+	extra, shutdown, err := observers(ctx, cfg.otlp, out)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, shutdown(sctx))
+	}()
+
+	w := newWitness(orders.NewStore(cfg.work))
+	reps, err := startReplicas(cfg, rdb, w, extra)
+	if err != nil {
+		return nil, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = stopReplicas(reps)
+		}
+	}()
+
+	lockMode := "each with its own lock client"
+	if cfg.noLock {
+		lockMode = "WITHOUT the lock (-nolock)"
+	}
+	fmt.Fprintf(out, "lockkit demo: the orders service as 3 replicas (gin, echo, gRPC), %s,\n", lockMode)
+	fmt.Fprintf(out, "locks on %s\n", rdb.Desc)
+	fmt.Fprintf(out, "  gin http://%s   echo http://%s   grpc %s\n", reps[0].addr, reps[1].addr, reps[2].addr)
+	traffic := fmt.Sprintf("half the requests to %s, the rest to %s", plural(cfg.hot, "hot order"), plural(cfg.orders, "cold order"))
+	if cfg.hot == 0 {
+		traffic = "all requests to " + plural(cfg.orders, "order")
+	}
+	fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
+	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v\n\n", cfg.wait, cfg.work)
+
+	targets := make([]target, len(reps))
+	tallies := make([]*tally, len(reps))
+	for i, r := range reps {
+		tallies[i] = &tally{}
+		if r.proto == "grpc" {
+			if targets[i], err = newGRPCTarget(r.addr); err != nil {
+				return nil, err
+			}
+		} else {
+			targets[i] = newHTTPTarget(r.addr, cfg.concurrency)
+		}
+		defer targets[i].close()
+	}
+
+	res := &result{cfg: cfg}
+	res.elapsed = drive(ctx, cfg, targets, tallies, out)
+	for _, t := range targets {
+		t.close()
+	}
+	// Stopping waits for the handlers in flight, so every lease is released
+	// (and observed) before the numbers are read.
+	stopped = true
+	if err := stopReplicas(reps); err != nil {
+		return nil, err
+	}
+
+	res.replicas, res.keys = numbers(reps, tallies)
+	res.verdict = w.check(replicaNames)
+	// Show the tokens of the most contended order (else the most written).
+	if len(res.keys) > 0 && res.keys[0].contended > 0 {
+		id := strings.TrimPrefix(res.keys[0].key, "order:")
+		if t := w.trail(id); len(t) > 0 {
+			res.verdict.hottest, res.verdict.trail = id, t
+		}
+	}
+	return res, nil
+}
+
+// numbers gathers each replica's requests (its tally) and lock numbers (its
+// Observer), and the lock numbers per key across replicas, most contended
+// first.
+func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult) {
+	var out []replicaResult
+	keys := map[string]*keyResult{}
+	for i, r := range reps {
+		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), errors: tallies[i].errors}
+		s := r.stats
+		s.mu.Lock()
+		rr.acquired = s.outcomes[core.OutcomeAcquired]
+		rr.notAcquired = s.outcomes[core.OutcomeContended] + s.outcomes[core.OutcomeTimeout]
+		for _, n := range s.outcomes {
+			rr.acquires += n
+		}
+		rr.waits, rr.holds = sorted(s.waits), sorted(s.holds)
+		for key, ks := range s.keys {
+			rr.contended += ks.contended
+			k := keys[key]
+			if k == nil {
+				k = &keyResult{key: key}
+				keys[key] = k
+			}
+			k.acquires += ks.acquires
+			k.contended += ks.contended
+			k.waits = append(k.waits, ks.waits...)
+		}
+		s.mu.Unlock()
+		out = append(out, rr)
+	}
+	byKey := make([]keyResult, 0, len(keys))
+	for _, k := range keys {
+		k.waits = sorted(k.waits)
+		byKey = append(byKey, *k)
+	}
+	slices.SortFunc(byKey, func(a, b keyResult) int {
+		return cmp.Or(cmp.Compare(b.contended, a.contended), cmp.Compare(b.acquires, a.acquires), cmp.Compare(a.key, b.key))
+	})
+	return out, byKey
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
