@@ -167,9 +167,15 @@ func TestParse(t *testing.T) {
 		t.Fatalf("flags over env: %+v %v", cfg, err)
 	}
 	var out bytes.Buffer
-	extra, shutdown, err := observers(context.Background(), "http://collector:4318", &out)
-	if err != nil || len(extra) != 0 || shutdown(context.Background()) != nil || !strings.Contains(out.String(), "otellock") {
+	extra, shutdown, err := observers(context.Background(), "http://127.0.0.1:1", &out)
+	if err != nil || len(extra) != 1 || !strings.Contains(out.String(), "OTLP") {
 		t.Fatalf("observers: %v %v %q", extra, err, out.String())
+	}
+	sctx, scancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_ = shutdown(sctx) // nothing listens there: only check it returns
+	scancel()
+	if extra, _, err := observers(context.Background(), "", &out); err != nil || len(extra) != 0 {
+		t.Fatalf("no endpoint: %v %v", extra, err)
 	}
 }
 
