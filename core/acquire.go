@@ -107,7 +107,10 @@ func (c *Client) acquire(ctx context.Context, key string, try bool, opts []Acqui
 		err = a.once()
 	case cfg.noWait:
 		if h, busy := c.localBusy(n.key); busy {
+			// Held or queued for inside this Client: refuse without a round
+			// trip, but tell the Observer whom we met, as an attempt would.
 			a.holder = h
+			c.obs.Contended(a.octx, a.info, h, 0)
 			err = a.notAcquired(h)
 		} else {
 			err = a.once()
