@@ -12,6 +12,8 @@ const childEnv = "LOCKKIT_FAULTS_CHILD"
 func childMain() int {
 	var err error
 	switch role := os.Getenv(childEnv); role {
+	case "holder":
+		err = holderChild()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
