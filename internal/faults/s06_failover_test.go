@@ -219,4 +219,3 @@ func TestS06FailoverToLaggingReplica(t *testing.T) {
 		t.Logf("B acquired %v after A's lease ended; tokens %d then %d", live.Latest().Round(time.Millisecond), la.Token(), lb.Token())
 	})
 }
-
