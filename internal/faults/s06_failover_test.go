@@ -38,6 +38,17 @@ func startReplicated(t *testing.T) *replicated {
 		info, _ := p.replica.Client.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
+	// After a diskless sync the primary streams writes only once the
+	// replica's first REPLCONF ACK arrived (sent by its once-a-second cron):
+	// wait until a write is acknowledged, or WAIT would time out at first.
+	waitFor(t, 20*time.Second, "the replica acknowledging writes", func() bool {
+		pipe := p.primary.Client.Pipeline()
+		pipe.Set(ctx, "replication:probe", "1", time.Second)
+		n := pipe.Do(ctx, "wait", 1, 200)
+		_, _ = pipe.Exec(ctx)
+		v, err := n.Int()
+		return err == nil && v == 1
+	})
 	p.vip = newProxy(t, p.primary.Addr())
 	return p
 }
