@@ -127,4 +127,3 @@ func TestS10ScriptFlushMidRun(t *testing.T) {
 		})
 	}
 }
-
