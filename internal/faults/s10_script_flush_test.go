@@ -1,6 +1,8 @@
 package faults_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -125,5 +127,44 @@ func TestS10ScriptFlushMidRun(t *testing.T) {
 			noLeftovers(t, 5*time.Second, rdbs...)
 			t.Logf("%d cycles, %d renewals, %d flushes", cycles.Load(), c.renewed, flushes.Load())
 		})
+	}
+}
+
+// flushBeforePipelines is a go-redis hook that empties the server's script
+// cache right before each pipeline: every EVALSHA in a pipeline then gets
+// NOSCRIPT, as under a SCRIPT FLUSH racing each SCRIPT LOAD.
+type flushBeforePipelines struct{ flush func() }
+
+func (h flushBeforePipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h flushBeforePipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h flushBeforePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.flush()
+		return next(ctx, cmds)
+	}
+}
+
+// With WithReplicaAck, an acquire must never count as held unless the
+// replicas acknowledged it, whatever happens to the script cache. Here the
+// replica receives nothing (its link is paused), and the cache is flushed
+// before each EVALSHA+WAIT pipeline.
+func TestS10ReplicaAckNotSkippedOnNoScript(t *testing.T) {
+	skipEngineBug(t, "with WithReplicaAck, primary.run tries EVALSHA+WAIT twice and, after a second NOSCRIPT, "+
+		"falls back to a plain EVAL with no WAIT and no acknowledgement check (core/primary.go run: the final "+
+		"`return s.Eval(...)`), so the acquire succeeds although no replica acknowledged it; the fallback should "+
+		"send EVAL and WAIT in one pipeline (as renew does) and check the count")
+	p := startReplicated(t)
+	ctx := ctxT(t, 30*time.Second)
+	rdb := p.primary.NewClient()
+	rdb.AddHook(flushBeforePipelines{flush: func() { p.primary.Client.ScriptFlush(ctx) }})
+	c := newClient(t, rdb, core.WithReplicaAck(1, 300*time.Millisecond))
+	p.isolate()
+	l, err := c.Acquire(ctx, "s10:ack")
+	if err == nil {
+		_ = l.Release(ctx)
+		t.Fatal("acquire succeeded with no replica acknowledgement")
+	}
+	if !errors.Is(err, core.ErrReplicaAck) {
+		t.Fatalf("acquire = %v, want ErrReplicaAck", err)
 	}
 }
