@@ -14,6 +14,8 @@ func childMain() int {
 	switch role := os.Getenv(childEnv); role {
 	case "holder":
 		err = holderChild()
+	case "resume-look":
+		err = resumeLookChild()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
