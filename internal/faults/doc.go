@@ -1,0 +1,21 @@
+// Package faults is the fault-injection harness of lockkit: independent
+// witnesses that judge a lock run from the outside, and helpers that build
+// the Redis topologies the scenarios break.
+//
+//   - History records, per key, who believed they held the lock from when to
+//     when. A believed hold ends at the earliest of its release, the lease's
+//     local deadline (Until, read when the hold ends) and the moment its
+//     context ended. Overlaps finds two beliefs on one key at once;
+//     TokenInversions finds a later holder with a fencing token not above an
+//     earlier one's.
+//   - Resource is a fenced store: a write carrying a fencing token lower than
+//     the highest it has seen is rejected, and a read-modify-write that
+//     overwrote a write it never read counts as a lost update.
+//   - Liveness checks that every waiter acquired within a bound after the
+//     faults healed; LeftLocks lists lock hashes still owned in Redis (an `o`
+//     field) and keys kept without a TTL.
+//   - StartCluster builds a Redis Cluster of real redis-server processes.
+//
+// The package does not import core, so core's own tests can use it too: a
+// lease is anything with Key, Token, Context and Until (*core.Lease is one).
+package faults
