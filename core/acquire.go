@@ -200,7 +200,8 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	}
 	if time.Since(sent) >= a.cfg.ttl-a.c.b.drift(a.cfg.ttl) {
 		a.c.releaseLater(a.names, a.req.token)
-		return false, unavailable("acquire", a.key, fmt.Errorf("reply arrived after the lease's validity (%v)", a.cfg.ttl))
+		a.req.token = newToken() // a later attempt must not race the give-back of this one
+		return false, unavailable("acquire", a.key, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
 	}
 	a.fence, a.sent = rep.fence, sent
 	return true, nil
@@ -313,6 +314,9 @@ func (a *acquisition) wait() (err error) {
 		}
 		drain(w.turn)
 		ok, err := a.attempt(actx)
+		if errors.Is(err, errLateReply) && ctxEnded(actx) == nil {
+			continue // Redis was slow, not taken: try again within the budget
+		}
 		if err != nil || ok {
 			return err
 		}
@@ -350,6 +354,10 @@ func (a *acquisition) wait() (err error) {
 		}
 	}
 }
+
+// errLateReply: the acquire's reply came after the lease's validity; the
+// lock was given back. Inside ErrUnavailable.
+var errLateReply = errors.New("reply arrived after the lease's validity")
 
 // granted takes a direct hand-off from a releasing lease of this Client.
 func (a *acquisition) granted(w *waiter) bool {
@@ -394,7 +402,7 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 		c: c, key: a.key, name: a.cfg.name, names: a.names, token: a.req.token, fence: a.fence,
 		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
 	}
-	l.ctx, l.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(hctx), leaseCtxKey{}, l))
+	l.ctx, l.cancel = newLeaseCtx(context.WithoutCancel(hctx), l)
 	if !c.ren.add(l, a.sent) { // Close ran meanwhile
 		l.state = stateClosed
 		l.cancel(ErrClosed)

@@ -24,6 +24,9 @@ type Client struct {
 
 	ren *renewer
 
+	// epoch anchors lease deadlines on the monotonic clock (Lease.deadlineNs).
+	epoch time.Time
+
 	closed    atomic.Bool
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -67,7 +70,7 @@ func newClient(opts []Option, mk func(*config) (backend, error)) (*Client, error
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, b: b, obs: cfg.observer, queues: map[string]*keyQueue{}, closing: make(chan struct{})}
+	c := &Client{cfg: cfg, b: b, obs: cfg.observer, queues: map[string]*keyQueue{}, closing: make(chan struct{}), epoch: time.Now()}
 	if c.obs == nil {
 		c.obs = NopObserver{}
 	}
@@ -179,6 +182,9 @@ func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
 	}
 	return ok, nil
 }
+
+// monoNow is now on the Client's monotonic clock, in nanoseconds.
+func (c *Client) monoNow() int64 { return time.Since(c.epoch).Nanoseconds() }
 
 // Observer returns the Client's Observer (a NopObserver when none was set).
 // Adapters report fail-open runs through it.

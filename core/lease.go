@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,10 @@ type Lease struct {
 
 	mu    sync.Mutex
 	state leaseState
+
+	// deadlineNs is deadline as nanoseconds on the Client's monotonic clock
+	// (since c.epoch), readable without a lock: Err checks it at every look.
+	deadlineNs atomic.Int64
 
 	// Scheduling state, guarded by c.ren.mu.
 	ttl      time.Duration
@@ -83,6 +88,7 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 // Err is nil while the lease is held; then ErrNotHeld (released), ErrLost or
 // ErrClosed. A nested lease reports its outer lease's loss.
 func (l *Lease) Err() error {
+	l.checkDeadline()
 	l.mu.Lock()
 	st := l.state
 	l.mu.Unlock()
@@ -120,6 +126,19 @@ func (l *Lease) TTL() time.Duration {
 	l.c.ren.mu.Lock()
 	defer l.c.ren.mu.Unlock()
 	return r.ttl
+}
+
+// checkDeadline ends the lease on the spot when its local deadline has
+// passed, so the first look after a long freeze (GC pause, SIGSTOP) already
+// sees it lost, without waiting for the engine's timer goroutine to run.
+func (l *Lease) checkDeadline() {
+	r := l.rootLease()
+	if d := r.deadlineNs.Load(); d != 0 && l.c.monoNow() >= d && r.held() {
+		r.lose(ErrLost)
+	}
+	if l.root != nil && !l.root.held() {
+		l.endWithOuter()
+	}
 }
 
 func (l *Lease) rootLease() *Lease {
@@ -165,6 +184,10 @@ func (l *Lease) lose(cause error) {
 	if !l.finish(stateLost, cause) {
 		return
 	}
+	// Best effort, owner-checked: if the server still has our token (its
+	// expiry is later than our deadline, or Redis was only frozen), free it
+	// now rather than at its TTL. It never extends anything.
+	l.c.releaseLater(l.names, l.token)
 	l.c.localRelease(l.names.key, 0)
 	l.c.obs.Lost(l.ctx, l.info(), cause)
 }
@@ -189,12 +212,14 @@ func (l *Lease) Release(ctx context.Context) error {
 		return l.endedErr()
 	}
 	c := l.c
-	ctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
+	// The caller's ctx decides "ended by the caller"; our own bound on a ctx
+	// without deadline is a Redis that did not answer (ErrUnavailable).
+	bctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
 	defer cancel()
 	if w := c.pickHandoff(l.names.key); w != nil {
-		return l.handoff(ctx, w)
+		return l.handoff(ctx, bctx, w)
 	}
-	ok, listeners, err := c.b.release(ctx, l.names, l.token)
+	ok, listeners, err := c.b.release(bctx, l.names, l.token)
 	c.localRelease(l.names.key, listeners)
 	switch {
 	case err != nil:
@@ -208,10 +233,10 @@ func (l *Lease) Release(ctx context.Context) error {
 
 // handoff passes the lock to w, the head of this Client's queue, in one
 // script: released and re-acquired in one round trip, nobody else woken.
-func (l *Lease) handoff(ctx context.Context, w *waiter) error {
+func (l *Lease) handoff(ctx, bctx context.Context, w *waiter) error {
 	c := l.c
 	sent := time.Now()
-	rep, err := c.b.handoff(ctx, l.names, l.token, w.req)
+	rep, err := c.b.handoff(bctx, l.names, l.token, w.req)
 	ok := err == nil && rep.ok
 	if c.finishHandoff(l.names.key, w, ok, grant{fence: rep.fence, sent: sent}) {
 		c.releaseLater(l.names, w.req.token) // w left meanwhile
@@ -254,10 +279,10 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return l.endedErr()
 	}
 	c := l.c
-	ctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
+	bctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
 	defer cancel()
 	sent := time.Now()
-	ok, err := c.b.extend(ctx, r.names, r.token, ttl)
+	ok, err := c.b.extend(bctx, r.names, r.token, ttl)
 	if err != nil {
 		return c.callErr(ctx, "extend", l.key, err)
 	}
@@ -280,22 +305,57 @@ func (outer *Lease) nest(ctx context.Context, name string) *Lease {
 	if n.name == "" {
 		n.name = root.name
 	}
-	n.ctx, n.cancel = context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), leaseCtxKey{}, n))
-	n.stopOuter = context.AfterFunc(outer.ctx, func() {
-		root.mu.Lock()
-		st := root.state
-		root.mu.Unlock()
-		if st == stateHeld { // outer is a nested lease that was released
-			st = stateReleased
-		}
-		n.mu.Lock()
-		if n.state == stateHeld {
-			n.state = st
-		}
-		n.mu.Unlock()
-		n.cancel(context.Cause(outer.ctx))
-	})
+	n.ctx, n.cancel = newLeaseCtx(context.WithoutCancel(ctx), n)
+	n.stopOuter = context.AfterFunc(outer.ctx, n.endWithOuter)
 	return n
+}
+
+// endWithOuter ends a nested lease because its outer lease ended, with the
+// outer lease's state and cause.
+func (n *Lease) endWithOuter() {
+	root := n.root
+	root.mu.Lock()
+	st := root.state
+	root.mu.Unlock()
+	if st == stateHeld { // the direct outer lease is a nested one that was released
+		st = stateReleased
+	}
+	n.mu.Lock()
+	if n.state != stateHeld {
+		n.mu.Unlock()
+		return
+	}
+	n.state = st
+	n.mu.Unlock()
+	n.cancel(context.Cause(root.ctx))
+}
+
+// leaseCtx is a lease's context: a cancel context carrying the lease, whose
+// Err checks the lease's deadline itself (see checkDeadline). Done and the
+// parent linking of derived contexts are those of the embedded context.
+type leaseCtx struct {
+	context.Context // context.WithCancelCause(base)
+	l               *Lease
+}
+
+func newLeaseCtx(base context.Context, l *Lease) (context.Context, context.CancelCauseFunc) {
+	inner, cancel := context.WithCancelCause(base)
+	return &leaseCtx{Context: inner, l: l}, cancel
+}
+
+func (c *leaseCtx) Value(k any) any {
+	if _, ok := k.(leaseCtxKey); ok {
+		return c.l
+	}
+	return c.Context.Value(k)
+}
+
+func (c *leaseCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	c.l.checkDeadline()
+	return c.Context.Err()
 }
 
 // Bind returns a context for work done under the lease: it carries ctx's
@@ -309,7 +369,7 @@ func (outer *Lease) nest(ctx context.Context, name string) *Lease {
 func (l *Lease) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	inner, cancel := context.WithCancelCause(l.ctx)
 	stop := context.AfterFunc(ctx, func() { cancel(context.Cause(ctx)) })
-	return &boundCtx{Context: inner, parent: ctx}, func() {
+	return &boundCtx{Context: inner, parent: ctx, l: l}, func() {
 		stop()
 		cancel(context.Canceled)
 	}
@@ -318,6 +378,7 @@ func (l *Lease) Bind(ctx context.Context) (context.Context, context.CancelFunc) 
 type boundCtx struct {
 	context.Context // cancellation and values of the lease (a child of l.ctx)
 	parent          context.Context
+	l               *Lease
 }
 
 func (b *boundCtx) Deadline() (time.Time, bool) { return b.parent.Deadline() }
@@ -325,6 +386,9 @@ func (b *boundCtx) Deadline() (time.Time, bool) { return b.parent.Deadline() }
 // Err reports the parent's error first, so a request deadline still reads
 // as context.DeadlineExceeded.
 func (b *boundCtx) Err() error {
+	if b.Context.Err() == nil {
+		b.l.checkDeadline() // a lease past its deadline ends here, and this child with it
+	}
 	if err := b.Context.Err(); err != nil {
 		if perr := b.parent.Err(); perr != nil {
 			return perr

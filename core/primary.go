@@ -40,15 +40,17 @@ func (p *primary) run(ctx context.Context, s *redis.Script, keys []string, args 
 	if p.ack.replicas == 0 {
 		return s.Run(ctx, p.rdb, keys, args...)
 	}
-	for range 2 {
+	var cmd *redis.Cmd
+	for i := range 2 { // EVALSHA + WAIT; after NOSCRIPT, EVAL + WAIT
 		pipe := p.rdb.Pipeline()
-		cmd := s.EvalSha(ctx, pipe, keys, args...)
+		if i == 0 {
+			cmd = s.EvalSha(ctx, pipe, keys, args...)
+		} else {
+			cmd = s.Eval(ctx, pipe, keys, args...)
+		}
 		wait := p.waitCmd(ctx, pipe)
 		_, _ = pipe.Exec(ctx)
-		if isNoScript(cmd.Err()) {
-			if err := s.Load(ctx, p.rdb).Err(); err != nil {
-				return cmd
-			}
+		if i == 0 && isNoScript(cmd.Err()) {
 			continue
 		}
 		if cmd.Err() == nil {
@@ -58,9 +60,9 @@ func (p *primary) run(ctx context.Context, s *redis.Script, keys []string, args 
 				cmd.SetErr(fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, n, p.ack.replicas, p.ack.timeout))
 			}
 		}
-		return cmd
+		break
 	}
-	return s.Eval(ctx, p.rdb, keys, args...)
+	return cmd
 }
 
 func ms(d time.Duration) int64 {

@@ -78,6 +78,7 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
 	l.ttl = ttl
 	l.deadline = sent.Add(ttl - r.c.b.drift(ttl))
+	l.deadlineNs.Store(l.deadline.Sub(r.c.epoch).Nanoseconds())
 	l.inflight = false
 	if l.noRenew {
 		l.renewAt = time.Time{}

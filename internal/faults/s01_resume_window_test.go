@@ -32,11 +32,6 @@ type resumeLook struct {
 // continued, so its first look races the engine's deadline timer, as any
 // goroutine of a real process resumed after a GC pause or SIGSTOP would.
 func TestS01ResumedHolderSeesLossAtFirstLook(t *testing.T) {
-	skipEngineBug(t, "after SIGCONT a holder can look at its lease before the deadline timer goroutine runs: "+
-		"Until() is already past but Lease.Err() is nil and Context().Err() is nil for ~0.1ms "+
-		"(seen in 2 of 5 runs of TestS01ClientPausedPastTTL, and here with GOMAXPROCS=1); "+
-		"Lease.Err() and the lease context's Err() could check the deadline themselves and end the lease "+
-		"synchronously (core/lease.go Err, and a lease context type whose Err checks Until)")
 	const rounds = 8
 	srv := redistest.Start(t)
 	exe, err := os.Executable()

@@ -123,7 +123,7 @@ func TestS08RepliesLost(t *testing.T) {
 		if err == nil {
 			t.Fatal("release with its reply lost reported success")
 		}
-		// Which error: see TestS08BoundedCallErrorClass (an engine bug).
+		// Which error: see TestS08BoundedCallErrorClass.
 		if d := time.Since(start); d > relTimeout+time.Second {
 			t.Errorf("release took %v (timeout %v)", d, relTimeout)
 		}
@@ -148,10 +148,6 @@ func TestS08RepliesLost(t *testing.T) {
 // must say Redis did not answer (ErrUnavailable, as Lease.Release documents),
 // not that the caller's context ended: the caller's context is Background.
 func TestS08BoundedCallErrorClass(t *testing.T) {
-	skipEngineBug(t, "Lease.Release and Lease.Extend classify the expiry of their internal release-timeout bound "+
-		"(boundedCtx) as the caller's ctx ending: c.callErr is given the bounded ctx, so the error matches "+
-		"context.DeadlineExceeded and not ErrUnavailable although the caller passed context.Background() "+
-		"(core/lease.go Release and Extend: pass the caller's ctx to callErr, or classify with ctxEnded(caller))")
 	srv := redistest.Start(t)
 	px := newProxy(t, srv.Addr())
 	c := newClient(t, via(srv, px.Addr()), core.WithReleaseTimeout(500*time.Millisecond))

@@ -149,10 +149,6 @@ func (h flushBeforePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook
 // replica receives nothing (its link is paused), and the cache is flushed
 // before each EVALSHA+WAIT pipeline.
 func TestS10ReplicaAckNotSkippedOnNoScript(t *testing.T) {
-	skipEngineBug(t, "with WithReplicaAck, primary.run tries EVALSHA+WAIT twice and, after a second NOSCRIPT, "+
-		"falls back to a plain EVAL with no WAIT and no acknowledgement check (core/primary.go run: the final "+
-		"`return s.Eval(...)`), so the acquire succeeds although no replica acknowledged it; the fallback should "+
-		"send EVAL and WAIT in one pipeline (as renew does) and check the count")
 	p := startReplicated(t)
 	ctx := ctxT(t, 30*time.Second)
 	rdb := p.primary.NewClient()
