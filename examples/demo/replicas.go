@@ -5,14 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/ordersecho"
+	"github.com/lockkit/lockkit/examples/internal/ordersgin"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
 // replica is one server of the orders service. Like a replica in its own
@@ -37,7 +39,10 @@ const (
 
 var replicaNames = []string{replicaGin, replicaEcho, replicaGRPC}
 
-// startReplicas starts the gin, echo and gRPC replicas on loopback ports.
+// startReplicas starts the gin, echo and gRPC replicas on loopback ports:
+// the routers of examples/gin and examples/echo (ordersgin, ordersecho; the
+// routes are listed in ordershttp) and the server of examples/grpc
+// (ordersgrpc), each on the witness's view of the one order book.
 // extra are the Observers each lock Client gets besides its lockStats.
 func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Observer) (_ []*replica, err error) {
 	var reps []*replica
@@ -62,9 +67,9 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Obser
 		book := w.book(name)
 		switch name {
 		case replicaGin:
-			rep.stop = serveHTTP(lis, ginRouter(rep.lock, book, cfg.wait, !cfg.noLock))
+			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})).Stop
 		case replicaEcho:
-			rep.stop = serveHTTP(lis, echoRouter(rep.lock, book, cfg.wait, !cfg.noLock))
+			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})).Stop
 		case replicaGRPC:
 			rep.proto = "grpc"
 			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})
@@ -75,20 +80,6 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Obser
 		}
 	}
 	return reps, nil
-}
-
-// serveHTTP serves h on lis; the returned stop shuts it down gracefully.
-func serveHTTP(lis net.Listener, h http.Handler) func(context.Context) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(lis) }()
-	return func(ctx context.Context) error {
-		err := srv.Shutdown(ctx)
-		if serr := <-done; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		return err
-	}
 }
 
 // stopReplicas stops serving (requests in flight finish, their locks are

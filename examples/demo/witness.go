@@ -74,6 +74,12 @@ func (b *watchedBook) Ship(ctx context.Context, id string, token int64) (orders.
 		func(t *trail) { t.ships++ })
 }
 
+// Export is not watched: the demo's clients change orders only, and the
+// witness checks orders. (The replicas serve /tenant/export all the same.)
+func (b *watchedBook) Export(ctx context.Context, tenant string, token int64) (orders.Export, error) {
+	return b.w.store.Export(ctx, tenant, token)
+}
+
 // watch runs one write of order id inside the witness: entering counts an
 // overlap if another writer is inside; an accepted write is recorded (with
 // its token, in order) before leaving.

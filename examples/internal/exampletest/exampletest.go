@@ -16,11 +16,25 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/internal/redistest"
 )
 
 // RunFunc is an example's run: it serves until ctx ends and writes
 // "listening on http://<addr>" to out once it listens.
 type RunFunc func(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error
+
+// Command checks an HTTP example's run (ordershttp.Command.Run) end to
+// end: OrdersService with its locks on a real redis-server (REDIS_URL),
+// and Embedded with REDIS_URL unset (its embedded miniredis).
+func Command(t *testing.T, run RunFunc) {
+	t.Run("real redis", func(t *testing.T) {
+		srv := redistest.Start(t)
+		OrdersService(t, Start(t, run, map[string]string{"REDIS_URL": "redis://" + srv.Addr()}, "-work", "5ms"))
+	})
+	t.Run("embedded redis", func(t *testing.T) {
+		Embedded(t, Start(t, run, nil, "-work", "0"))
+	})
+}
 
 // Start runs the example on a free loopback port until the test ends and
 // returns the base URL it printed. env is its environment.
@@ -73,8 +87,11 @@ func Start(t *testing.T, run RunFunc, env map[string]string, args ...string) str
 type Result struct {
 	Status int
 	Token  string // the Lock-Token header
-	Order  orders.Order
-	Body   string
+	// RetryAfter is the Retry-After header: set on a 409 from the lock,
+	// not on one from the order's rules.
+	RetryAfter string
+	Order      orders.Order
+	Body       string
 }
 
 // Post sends a POST with header name/value pairs.
@@ -91,7 +108,7 @@ func Post(t *testing.T, url string, hdr ...string) Result {
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	r := Result{Status: res.StatusCode, Token: res.Header.Get("Lock-Token"), Body: string(b)}
+	r := Result{Status: res.StatusCode, Token: res.Header.Get("Lock-Token"), RetryAfter: res.Header.Get("Retry-After"), Body: string(b)}
 	_ = json.Unmarshal(b, &r.Order)
 	return r
 }

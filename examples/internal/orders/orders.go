@@ -49,12 +49,14 @@ type Export struct {
 
 // Book is what the order routes run: *Store, or a wrapper around one (the
 // demo wraps it with its witness). Every front end — gin, echo, gRPC —
-// takes a Book, so all of them serve the same order book.
+// takes a Book, so all of them serve the same order book. (The gRPC
+// service has no export RPC; the HTTP front ends serve Export.)
 type Book interface {
 	Get(id string) Order
 	Pay(ctx context.Context, id string, token, cents int64) (Order, error)
 	Refund(ctx context.Context, id string, token, cents int64) (Order, error)
 	Ship(ctx context.Context, id string, token int64) (Order, error)
+	Export(ctx context.Context, tenant string, token int64) (Export, error)
 }
 
 var _ Book = (*Store)(nil)

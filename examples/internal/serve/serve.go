@@ -29,19 +29,37 @@ func Run(ctx context.Context, addr string, h http.Handler, out io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(out, "listening on http://%s\n", ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	s := Start(ln, h)
 	select {
-	case err := <-served:
+	case err := <-s.served:
 		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = srv.Shutdown(sctx)
-	if serr := <-served; !errors.Is(serr, http.ErrServerClosed) {
+	return s.Stop(sctx)
+}
+
+// Server is h being served on a listener in the background (Start).
+type Server struct {
+	srv    *http.Server
+	served chan error // what Serve returned; sent once
+}
+
+// Start serves h on lis in a goroutine until Stop. The demo starts its
+// replicas with it on listeners it opened itself.
+func Start(lis net.Listener, h http.Handler) *Server {
+	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, served: make(chan error, 1)}
+	go func() { s.served <- s.srv.Serve(lis) }()
+	return s
+}
+
+// Stop stops accepting, waits for requests in flight until ctx ends, and
+// returns once the serving goroutine has. Call it once.
+func (s *Server) Stop(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if serr := <-s.served; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
 	return err

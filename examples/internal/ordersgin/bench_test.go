@@ -1,4 +1,4 @@
-package main
+package ordersgin
 
 import (
 	"fmt"
@@ -15,13 +15,13 @@ import (
 )
 
 // BenchmarkPayRoute sends 1000 requests at concurrency 100 per iteration to
-// the example's POST /orders/:id/pay over loopback HTTP, with the lock
+// the router's POST /orders/:id/pay over loopback HTTP, with the lock
 // (real redis-server) and without it, for one hot order (every request
 // waits for the previous one) and for 1000 different orders (no waiting:
 // the lock's own cost). The store's work is 0, so the handler itself is
 // nearly free and the numbers show the lock's cost. Reported as req/s.
 //
-//	go test -run XXX -bench PayRoute ./examples/gin
+//	go test -run XXX -bench PayRoute ./examples/internal/ordersgin
 func BenchmarkPayRoute(b *testing.B) {
 	const requests, concurrency = 1000, 100
 	srv := redistest.Start(b)
@@ -34,7 +34,7 @@ func BenchmarkPayRoute(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer client.Close()
-				hs := httptest.NewServer(newRouter(client, orders.NewStore(0), locked, nil))
+				hs := httptest.NewServer(NewRouter(Config{Client: client, Book: orders.NewStore(0), NoLock: !locked}))
 				defer hs.Close()
 				tr := &http.Transport{MaxIdleConnsPerHost: concurrency, MaxConnsPerHost: concurrency}
 				defer tr.CloseIdleConnections()

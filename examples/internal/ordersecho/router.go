@@ -1,0 +1,93 @@
+// Package ordersecho is the orders service on echo (v4), with echolock in
+// front of the routes ordershttp lists. examples/echo serves it, and so
+// does the demo's echo replica.
+package ordersecho
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/lockkit/lockkit/echolock"
+	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/ordershttp"
+)
+
+// Config is what NewRouter needs: the Config of every HTTP front end.
+type Config = ordershttp.Config
+
+// The lock keys as echolock key specs: "order:<id>" is the key ginlock and
+// grpclock build too, so replicas on gin, echo and gRPC exclude each other.
+const (
+	orderKey  = "const:order,param:id"
+	tenantKey = "const:tenant,header:" + ordershttp.TenantHeader
+)
+
+// NewRouter returns the orders API on echo. It returns a plain http.Handler
+// because serving it is all its callers do: the example and the demo's
+// replica. It panics, as echolock.NewWithConfig does, when cfg.Client is
+// nil and cfg.NoLock is false.
+func NewRouter(cfg Config) http.Handler {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	if cfg.Log != nil {
+		e.Use(middleware.LoggerWithConfig(middleware.LoggerConfig{Output: cfg.Log}))
+	}
+	e.Use(middleware.Recover())
+
+	lockOrder, shipOnce, lockTenant := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
+	if !cfg.NoLock {
+		lockOrder = echolock.NewWithConfig(echolock.Config{Client: cfg.Client, KeyParts: orderKey, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
+		// Shipping twice is the classic duplicate click: answer 409 at once
+		// rather than queue behind the first.
+		shipOnce = echolock.NewWithConfig(echolock.Config{Client: cfg.Client, KeyParts: orderKey, NoWait: true, TokenHeader: ordershttp.TokenHeader})
+		lockTenant = echolock.NewWithConfig(echolock.Config{Client: cfg.Client, KeyParts: tenantKey, Wait: cfg.Wait})
+	}
+
+	book := cfg.Book
+	e.GET("/orders/:id", func(c echo.Context) error { return c.JSON(http.StatusOK, book.Get(c.Param("id"))) })
+	e.POST("/orders/:id/pay", withAmount(book.Pay), lockOrder)
+	e.POST("/orders/:id/refund", withAmount(book.Refund), lockOrder)
+	e.POST("/orders/:id/ship", func(c echo.Context) error {
+		o, err := book.Ship(c.Request().Context(), c.Param("id"), token(c))
+		return reply(c, o, err)
+	}, shipOnce)
+	e.POST("/tenant/export", func(c echo.Context) error {
+		x, err := book.Export(c.Request().Context(), c.Request().Header.Get(ordershttp.TenantHeader), token(c))
+		return reply(c, x, err)
+	}, lockTenant)
+	return e
+}
+
+func pass(next echo.HandlerFunc) echo.HandlerFunc { return next }
+
+// withAmount is the handler of a write that takes ?amount= (Pay, Refund).
+func withAmount(write func(ctx context.Context, id string, token, cents int64) (orders.Order, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		cents, err := orders.ParseAmount(c.QueryParam("amount"))
+		if err != nil {
+			return reply(c, nil, err)
+		}
+		// c.Request().Context() ends if the client leaves or the lock is lost.
+		o, err := write(c.Request().Context(), c.Param("id"), token(c), cents)
+		return reply(c, o, err)
+	}
+}
+
+// token is the fencing token of the lock the request holds (0 unlocked):
+// the book refuses a write with a token older than the order's last.
+func token(c echo.Context) int64 {
+	if l, ok := echolock.Lease(c); ok {
+		return l.Token()
+	}
+	return 0
+}
+
+func reply(c echo.Context, v any, err error) error {
+	if err != nil {
+		return echo.NewHTTPError(orders.HTTPStatus(err), err.Error()).SetInternal(err)
+	}
+	return c.JSON(http.StatusOK, v)
+}

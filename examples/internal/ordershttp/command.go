@@ -1,0 +1,69 @@
+package ordershttp
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/serve"
+)
+
+// Command is the main of an HTTP example of the orders service: its flags,
+// the lock client on REDIS_URL (or an embedded miniredis), a banner of the
+// routes, and the router served until SIGINT or SIGTERM. Only the name, the
+// default address and the router differ between gin and echo.
+type Command struct {
+	Name      string                    // "gin": the flag set's, the banner's and the error's
+	Addr      string                    // default listen address ($ADDR overrides it, -addr both)
+	NewRouter func(Config) http.Handler // ordersgin.NewRouter, ordersecho.NewRouter
+}
+
+// Main runs the command on the process's arguments and environment; it
+// exits 1 on an error.
+func (c Command) Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := c.Run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, c.Name+" example:", err)
+		os.Exit(1)
+	}
+}
+
+// Run is Main with its inputs passed in (the tests call it): it serves
+// until ctx ends and writes "listening on http://<addr>" to out once it
+// listens.
+func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	addr := fs.String("addr", serve.Addr(getenv, c.Addr), "listen address (env ADDR)")
+	work := fs.Duration("work", 20*time.Millisecond, "time each order write takes (a slow database)")
+	noLock := fs.Bool("nolock", false, "serve without the lock middleware (to watch updates get lost)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rdb, err := embedded.Open(ctx, getenv(embedded.EnvURL))
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	client, err := core.New(rdb.Client)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	fmt.Fprintf(out, "orders (%s): locks on %s\n", c.Name, rdb.Desc)
+	fmt.Fprintln(out, "  POST /orders/:id/pay|refund  lock order:<id> (wait), Lock-Token header = fencing token")
+	fmt.Fprintln(out, "  POST /orders/:id/ship        lock order:<id> (no wait: 409 when busy)")
+	fmt.Fprintln(out, "  POST /tenant/export          lock tenant:<X-Tenant header> (400 without it)")
+	fmt.Fprintln(out, "  GET  /orders/:id             no lock")
+	h := c.NewRouter(Config{Client: client, Book: orders.NewStore(*work), NoLock: *noLock, Log: out})
+	return serve.Run(ctx, *addr, h, out)
+}

@@ -1,0 +1,50 @@
+// Package ordershttp is what the HTTP front ends of the orders service
+// share: the Config their NewRouter takes (ordersgin, ordersecho), the
+// routes they all serve, and Command, the main of examples/gin and
+// examples/echo. The demo runs the same routers as its gin and echo
+// replicas, so what the examples show is what the demo measures.
+//
+// The routes, the same on every front end:
+//
+//	POST /orders/:id/pay?amount=N     lock order:<id>, wait up to Config.Wait, 409 past it
+//	POST /orders/:id/refund?amount=N  lock order:<id>, wait
+//	POST /orders/:id/ship             lock order:<id>, no wait: 409 at once when busy
+//	POST /tenant/export               lock tenant:<X-Tenant header>, wait; 400 without the header
+//	GET  /orders/:id                  no lock
+//
+// order:<id> is also the key grpclock takes from a gRPC message's
+// LockKey(), so gin, echo and gRPC replicas of one order exclude each
+// other. The order routes send the lock's fencing token back in the
+// Lock-Token header, and every write carries it into the book, which
+// refuses a token older than the last. A 409 from the lock carries
+// Retry-After; a 409 from the order's rules (refund above the balance,
+// already shipped) does not.
+package ordershttp
+
+import (
+	"io"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/internal/orders"
+)
+
+// Config is what an HTTP front end's NewRouter needs.
+type Config struct {
+	Client *core.Client // the lock service (required unless NoLock)
+	Book   orders.Book  // the order book (the shared database)
+	// Wait is the wait budget of pay, refund and export (0: the lock
+	// adapter's default, 10s). Ship never waits.
+	Wait time.Duration
+	// NoLock leaves the lock out: the baseline that shows what it prevents
+	// (and the benchmark's).
+	NoLock bool
+	// Log receives the access log (nil: none).
+	Log io.Writer
+}
+
+// Header names of the routes.
+const (
+	TokenHeader  = "Lock-Token" // the fencing token of the lock a write ran under
+	TenantHeader = "X-Tenant"   // the tenant of /tenant/export, in its lock key
+)
