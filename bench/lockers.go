@@ -69,10 +69,12 @@ var specs = []lockerSpec{
 	}},
 	{name: "rueidislock", mk: func(addr string, _ *rttCounter) (Locker, error) {
 		l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-			ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}, DisableRetry: true},
-			KeyMajority:    1, // one Redis instance, as the rueidislock README says
-			NoLoopTracking: true,
-			KeyValidity:    ttl,
+			ClientOption: rueidis.ClientOption{InitAddress: []string{addr}, DisableRetry: true},
+			KeyMajority:  1, // one Redis instance, as the rueidislock README says
+			// NoLoopTracking stays off: with it, a process is not told of its
+			// own releases, and waiters sharing the Locker with the holder
+			// sleep until the next extend interval.
+			KeyValidity: ttl,
 		})
 		if err != nil {
 			return nil, err
