@@ -230,7 +230,8 @@ func TestEngineRunsOnMiniredis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
 	defer rdb.Close()
 	a := newClientOn(t, rdb)
-	b := newClientOn(t, redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}))
+	rec := newRecorder()
+	b := newClientOn(t, redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}), core.WithObserver(rec))
 	ctx := ctxT(t, 10*time.Second)
 	l, err := a.Acquire(ctx, "order:42")
 	if err != nil {
@@ -240,7 +241,8 @@ func TestEngineRunsOnMiniredis(t *testing.T) {
 		t.Fatalf("TryAcquire held = %v", err)
 	}
 	res := startWaiter(ctx, b, "order:42")
-	time.Sleep(50 * time.Millisecond) // let it wait; either way it must acquire after the release
+	// The TryAcquire above and the waiter's first attempt were contended.
+	waitFor(t, 5*time.Second, "the waiter to meet the holder", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
