@@ -256,29 +256,11 @@ func (a *acquisition) wait() (err error) {
 		actx, cancel = context.WithDeadline(a.octx, a.budget)
 		defer cancel()
 	}
-	// ended returns the error for whichever end fired.
-	ended := func(which int) error {
-		switch which {
-		case endCtx:
-			return a.ctxErr()
-		case endBudget:
-			return a.timeout()
-		}
-		return ErrClosed
-	}
-
 	// 1. Wait for our turn in the local queue, or for the lock handed to us.
-	select {
-	case <-w.turn:
-		if a.granted(w) {
-			return nil
-		}
-	case <-a.ctx.Done():
-		return ended(endCtx)
-	case <-budget:
-		return ended(endBudget)
-	case <-c.closing:
-		return ended(endClosed)
+	if by, err := a.await(w.turn, nil, nil, budget); err != nil {
+		return err
+	} else if by == byTurn && a.granted(w) {
+		return nil
 	}
 
 	// 2. Head of the queue: attempt, and between attempts wait for a wake-up:
@@ -295,18 +277,10 @@ func (a *acquisition) wait() (err error) {
 		if y := c.yieldUntil(a.names.key); time.Until(y) > 0 {
 			// A release was heard by waiters elsewhere: let one of them go first.
 			fallback.Reset(time.Until(y))
-			select {
-			case <-fallback.C:
-			case <-w.turn:
-				if a.granted(w) {
-					return nil
-				}
-			case <-a.ctx.Done():
-				return ended(endCtx)
-			case <-budget:
-				return ended(endBudget)
-			case <-c.closing:
-				return ended(endClosed)
+			if by, err := a.await(w.turn, nil, fallback.C, budget); err != nil {
+				return err
+			} else if by == byTurn && a.granted(w) {
+				return nil
 			}
 		}
 		if wake != nil {
@@ -326,32 +300,49 @@ func (a *acquisition) wait() (err error) {
 			}
 		}
 		fallback.Reset(c.b.retryDelay(a.last))
-		select {
-		case <-wake:
-			if j := c.b.jitter(); j > 0 {
+		by, err := a.await(w.turn, wake, fallback.C, budget)
+		switch {
+		case err != nil:
+			return err
+		case by == byTurn && a.granted(w):
+			return nil
+		case by == byWake:
+			if j := c.b.jitter(); j > 0 { // Redlock: spread contenders woken together
 				fallback.Reset(j)
-				select {
-				case <-fallback.C:
-				case <-a.ctx.Done():
-					return ended(endCtx)
-				case <-budget:
-					return ended(endBudget)
-				case <-c.closing:
-					return ended(endClosed)
+				if _, err := a.await(nil, nil, fallback.C, budget); err != nil {
+					return err
 				}
 			}
-		case <-w.turn:
-			if a.granted(w) {
-				return nil
-			}
-		case <-fallback.C:
-		case <-a.ctx.Done():
-			return ended(endCtx)
-		case <-budget:
-			return ended(endBudget)
-		case <-c.closing:
-			return ended(endClosed)
 		}
+	}
+}
+
+// wokenBy says what ended an await.
+type wokenBy uint8
+
+const (
+	byTurn  wokenBy = iota // the local queue: our turn, a local release or a grant
+	byWake                 // a notification (release message, subscription confirmed)
+	byTimer                // the timer given
+)
+
+// await blocks until turn, wake or timer fires (a nil channel is not
+// listened to), or the acquire is over: ctx ended, the wait budget ran
+// out, or the Client closed, each with its own error.
+func (a *acquisition) await(turn, wake chan struct{}, timer, budget <-chan time.Time) (wokenBy, error) {
+	select {
+	case <-turn:
+		return byTurn, nil
+	case <-wake:
+		return byWake, nil
+	case <-timer:
+		return byTimer, nil
+	case <-a.ctx.Done():
+		return 0, a.ctxErr()
+	case <-budget:
+		return 0, a.timeout()
+	case <-a.c.closing:
+		return 0, ErrClosed
 	}
 }
 
@@ -368,12 +359,6 @@ func (a *acquisition) granted(w *waiter) bool {
 	a.fence, a.sent = g.fence, g.sent
 	return true
 }
-
-const (
-	endCtx = iota
-	endBudget
-	endClosed
-)
 
 func drain(ch chan struct{}) {
 	select {

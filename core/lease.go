@@ -39,13 +39,13 @@ type Lease struct {
 	mu    sync.Mutex
 	state leaseState
 
-	// deadlineNs is deadline as nanoseconds on the Client's monotonic clock
-	// (since c.epoch), readable without a lock: Err checks it at every look.
+	// deadlineNs is the local validity deadline — send time of the last
+	// confirmed (re)acquire + TTL − drift — as nanoseconds on the Client's
+	// monotonic clock (since c.epoch). Atomic: Err checks it at every look.
 	deadlineNs atomic.Int64
 
 	// Scheduling state, guarded by c.ren.mu.
 	ttl      time.Duration
-	deadline time.Time // send time of the last confirmed (re)acquire + ttl - drift
 	renewAt  time.Time
 	due      time.Time // heap order: renewAt when idle, deadline while a renewal is in flight
 	inflight bool
@@ -113,12 +113,10 @@ func stateErr(st leaseState) error {
 // Until is the local validity deadline: until then the lock is certainly
 // held (the server's expiry is later). It moves forward with each confirmed
 // renewal.
-func (l *Lease) Until() time.Time {
-	r := l.rootLease()
-	l.c.ren.mu.Lock()
-	defer l.c.ren.mu.Unlock()
-	return r.deadline
-}
+func (l *Lease) Until() time.Time { return l.rootLease().deadline() }
+
+// deadline is the root lease's local validity deadline (see deadlineNs).
+func (l *Lease) deadline() time.Time { return l.c.epoch.Add(time.Duration(l.deadlineNs.Load())) }
 
 // TTL is the lease's current TTL.
 func (l *Lease) TTL() time.Duration {

@@ -77,12 +77,11 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 // setConfirmed records a confirmation of l sent at sent; r.mu held.
 func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
 	l.ttl = ttl
-	l.deadline = sent.Add(ttl - r.c.b.drift(ttl))
-	l.deadlineNs.Store(l.deadline.Sub(r.c.epoch).Nanoseconds())
+	l.deadlineNs.Store(sent.Add(ttl - r.c.b.drift(ttl)).Sub(r.c.epoch).Nanoseconds())
 	l.inflight = false
 	if l.noRenew {
 		l.renewAt = time.Time{}
-		l.due = l.deadline
+		l.due = l.deadline()
 	} else {
 		l.renewAt = sent.Add(ttl / 3)
 		l.due = l.renewAt
@@ -157,7 +156,7 @@ func (r *renewer) tick(now time.Time) (lost []*Lease, next time.Time) {
 	batched := false
 	for len(r.h) > 0 {
 		l := r.h[0]
-		if !now.Before(l.deadline) {
+		if !now.Before(l.deadline()) {
 			heap.Pop(&r.h)
 			lost = append(lost, l)
 			continue
@@ -169,7 +168,7 @@ func (r *renewer) tick(now time.Time) (lost []*Lease, next time.Time) {
 			break
 		}
 		l.inflight = true
-		l.due = l.deadline
+		l.due = l.deadline()
 		heap.Fix(&r.h, 0)
 		r.pending = append(r.pending, l)
 		batched = true
@@ -201,13 +200,13 @@ func (r *renewer) io() {
 		leases := make([]*Lease, 0, len(batch))
 		var earliest time.Time
 		for _, l := range batch {
-			if l.idx < 0 || !now.Before(l.deadline) { // ended, or the scheduler will end it
+			if l.idx < 0 || !now.Before(l.deadline()) { // ended, or the scheduler will end it
 				continue
 			}
 			items = append(items, renewal{names: l.names, token: l.token, ttl: l.ttl})
 			leases = append(leases, l)
-			if earliest.IsZero() || l.deadline.Before(earliest) {
-				earliest = l.deadline
+			if earliest.IsZero() || l.deadline().Before(earliest) {
+				earliest = l.deadline()
 			}
 		}
 		r.mu.Unlock()
@@ -240,8 +239,8 @@ func (r *renewer) apply(leases []*Lease, items []renewal, sent time.Time) {
 			l.inflight = false
 			retry := min(max(l.ttl/10, 10*time.Millisecond), time.Second)
 			l.due = now.Add(retry)
-			if l.deadline.Before(l.due) {
-				l.due = l.deadline
+			if l.deadline().Before(l.due) {
+				l.due = l.deadline()
 			}
 			heap.Fix(&r.h, l.idx)
 		case !it.ok:

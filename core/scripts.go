@@ -10,9 +10,14 @@ import (
 // and each is idempotent per owner token, so go-redis re-sending one after a
 // timeout (MaxRetries) does no harm.
 var (
+	// nextFenceLua defines next_fence(last), the fencing rule, for the
+	// scripts that hand out a lock.
+	//go:embed scripts/nextfence.lua
+	nextFenceLua string
+
 	//go:embed scripts/acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(acquireLua)
+	acquireScript = redis.NewScript(nextFenceLua + acquireLua)
 
 	//go:embed scripts/release.lua
 	releaseLua    string
@@ -20,7 +25,7 @@ var (
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string
-	handoffScript = redis.NewScript(handoffLua)
+	handoffScript = redis.NewScript(nextFenceLua + handoffLua)
 
 	//go:embed scripts/extend.lua
 	extendLua    string

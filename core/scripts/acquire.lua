@@ -24,11 +24,7 @@ end
 if o then
   return {0, h[3] or '', h[4] or '', redis.call('PTTL', KEYS[1]), h[2] or '0'}
 end
-local t = redis.call('TIME')
-local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(h[2] or '0')
-if last >= fence then fence = last + 1 end
-fence = string.format('%d', fence)
+local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, fence}

@@ -18,11 +18,7 @@ if h[1] ~= ARGV[1] then
   end
   return {0}
 end
-local t = redis.call('TIME')
-local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last = tonumber(h[2] or '0')
-if last >= fence then fence = last + 1 end
-fence = string.format('%d', fence)
+local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[2], 'f', fence, 'w', ARGV[4], 'm', ARGV[5], 'r', ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return {1, fence}
