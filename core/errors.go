@@ -27,6 +27,13 @@ var (
 	// missing or empty.
 	ErrInvalidKey = errors.New("lockkit: invalid lock key")
 
+	// ErrKeyConfig: the server built a key from a source it configured wrongly
+	// (a path parameter its route lacks, a message field that does not
+	// exist). Unlike ErrInvalidKey it is the server's mistake, not the
+	// caller's: adapters answer it with 500 / Internal. A KeyPart's getter
+	// returns an error wrapping it for such a mistake.
+	ErrKeyConfig = errors.New("lockkit: key source misconfigured")
+
 	// ErrInvalidOption: a TTL or wait budget that makes no sense (≤ 0).
 	ErrInvalidOption = errors.New("lockkit: invalid option")
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -74,7 +75,11 @@ func BuildKey[R any](r R, parts []KeyPart[R]) (string, error) {
 	for i, p := range parts {
 		v, err := p.Get(r)
 		if err != nil {
-			return "", &KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: "unreadable", Err: err}
+			reason := "unreadable"
+			if errors.Is(err, ErrKeyConfig) {
+				reason = "misconfigured"
+			}
+			return "", &KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: reason, Err: err}
 		}
 		if v == "" {
 			return "", &KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: "missing or empty"}
@@ -85,7 +90,9 @@ func BuildKey[R any](r R, parts []KeyPart[R]) (string, error) {
 }
 
 // KeyPartError says which part of a key could not be taken from the request.
-// It matches ErrInvalidKey; adapters answer it with 400 / InvalidArgument.
+// It matches ErrInvalidKey (adapters answer 400 / InvalidArgument), unless
+// its getter's error matches ErrKeyConfig: then it is the server's mistake
+// and matches only that (500 / Internal).
 type KeyPartError struct {
 	Index        int
 	Source, Name string // empty when built by JoinKey
@@ -105,8 +112,10 @@ func (e *KeyPartError) Error() string {
 	return msg
 }
 
-// Is makes errors.Is(err, ErrInvalidKey) true.
-func (e *KeyPartError) Is(target error) bool { return target == ErrInvalidKey }
+// Is makes errors.Is(err, ErrInvalidKey) true for a caller's mistake.
+func (e *KeyPartError) Is(target error) bool {
+	return target == ErrInvalidKey && !errors.Is(e.Err, ErrKeyConfig)
+}
 
 // Unwrap returns the error of the part's getter, if any.
 func (e *KeyPartError) Unwrap() error { return e.Err }

@@ -100,7 +100,7 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		key, err := m.key(c)
 		if err != nil {
-			return m.stop(c, key, keyspec.KeyKind(err), err)
+			return m.stop(c, key, adapt.KeyKind(err), err)
 		}
 		g := m.acq.Acquire(req.Context(), key, name)
 		if !g.OK() {

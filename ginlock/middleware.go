@@ -48,7 +48,7 @@ func (m *middleware) handle(c *gin.Context) {
 	}
 	key, err := m.cfg.key(c)
 	if err != nil {
-		m.stop(c, keyspec.KeyKind(err), err)
+		m.stop(c, adapt.KeyKind(err), err)
 		return
 	}
 	req := c.Request

@@ -8,6 +8,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/lockkit/lockkit/core"
 )
 
 const fieldSource = "field"
@@ -63,8 +65,10 @@ func (e *FieldPathError) Error() string {
 	return fmt.Sprintf("grpclock: field path %q on %s: %s", e.Path, e.Message, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrMisconfigured) true.
-func (e *FieldPathError) Is(target error) bool { return target == ErrMisconfigured }
+// Is makes errors.Is(err, ErrMisconfigured) (and core.ErrKeyConfig) true.
+func (e *FieldPathError) Is(target error) bool {
+	return target == ErrMisconfigured || target == core.ErrKeyConfig
+}
 
 func (f *fieldPart) get(c *Call) (string, error) {
 	pm, ok := c.Msg.(proto.Message)

@@ -42,7 +42,7 @@ var (
 	// ErrMisconfigured matches every server-side key mistake (no key source,
 	// a field path the message does not have or cannot key by): the call is
 	// answered codes.Internal. A Func part may wrap it to say the same.
-	ErrMisconfigured = errors.New("grpclock: misconfigured lock key")
+	ErrMisconfigured = fmt.Errorf("grpclock: misconfigured lock key: %w", core.ErrKeyConfig)
 	// ErrNoKeySource: the call has neither a Key option nor a message with
 	// LockKey(). It matches ErrMisconfigured.
 	ErrNoKeySource = fmt.Errorf("%w: no key source", ErrMisconfigured)

@@ -68,12 +68,7 @@ func kindOf(k adapt.Kind) Kind {
 	return Unavailable
 }
 
-func keyErrKind(err error) Kind {
-	if errors.Is(err, ErrMisconfigured) {
-		return Misconfigured
-	}
-	return BadKey
-}
+func keyErrKind(err error) Kind { return kindOf(adapt.KeyKind(err)) }
 
 // Rejection describes a call the lock did not let through, for
 // WithErrorHandler.

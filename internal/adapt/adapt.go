@@ -62,8 +62,8 @@ func Classify(reqCtx context.Context, err error) Kind {
 	switch {
 	case err == nil:
 		return Acquired
-	case errors.Is(err, core.ErrInvalidKey):
-		return BadKey
+	case errors.Is(err, core.ErrKeyConfig), errors.Is(err, core.ErrInvalidKey):
+		return KeyKind(err)
 	case reqCtx.Err() != nil:
 		if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
 			return Deadline
@@ -75,6 +75,16 @@ func Classify(reqCtx context.Context, err error) Kind {
 		return Misconfigured
 	}
 	return Unavailable // ErrUnavailable, ErrClosed, anything unexpected from Redis
+}
+
+// KeyKind classifies an error from building a request's key:
+// Misconfigured for the server's mistake (core.ErrKeyConfig), BadKey for
+// the caller's (a missing or empty part, an unreadable value).
+func KeyKind(err error) Kind {
+	if errors.Is(err, core.ErrKeyConfig) {
+		return Misconfigured
+	}
+	return BadKey
 }
 
 // HTTPStatus is the status DESIGN.md gives each kind (0: write nothing).

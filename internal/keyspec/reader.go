@@ -5,13 +5,12 @@ import (
 	"fmt"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // ErrNoRouteParam is the error of a Param part on a route that has no such
 // path parameter: a mistake in the server's configuration (500), not in the
 // request (400).
-var ErrNoRouteParam = errors.New("lockkit: the matched route has no such path parameter")
+var ErrNoRouteParam = fmt.Errorf("%w: the matched route has no such path parameter", core.ErrKeyConfig)
 
 // Reader reads the sources of a framework's request type R. Adapters fill
 // it once; Part turns specs into core.KeyPart[R] so every adapter reads
@@ -63,16 +62,6 @@ func (rd Reader[R]) Parts(specs []Spec) []core.KeyPart[R] {
 		out[i] = rd.Part(s)
 	}
 	return out
-}
-
-// KeyKind classifies an error from building a key: Misconfigured when the
-// server asked for a path parameter its route does not have, BadKey
-// otherwise (a missing or empty part, an unreadable value).
-func KeyKind(err error) adapt.Kind {
-	if errors.Is(err, ErrNoRouteParam) {
-		return adapt.Misconfigured
-	}
-	return adapt.BadKey
 }
 
 // WholeKey checks the result of a function that returns a complete key

@@ -1,6 +1,7 @@
 package keyspec_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -56,8 +57,10 @@ func TestReaderErrors(t *testing.T) {
 		{"const:order,param:nope", adapt.Misconfigured, "no such path parameter"},
 	} {
 		_, err := build(t, tc.spec, r)
-		if !errors.Is(err, core.ErrInvalidKey) || keyspec.KeyKind(err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: err %v kind %v, want %v mentioning %q", tc.spec, err, keyspec.KeyKind(err), tc.kind, tc.msg)
+		// The caller's mistake is ErrInvalidKey; the server's is ErrKeyConfig, never both.
+		bad, conf := errors.Is(err, core.ErrInvalidKey), errors.Is(err, core.ErrKeyConfig)
+		if bad == conf || adapt.KeyKind(err) != tc.kind || adapt.Classify(context.Background(), err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: err %v (invalid key %v, key config %v) kind %v, want %v mentioning %q", tc.spec, err, bad, conf, adapt.KeyKind(err), tc.kind, tc.msg)
 		}
 	}
 }
@@ -67,7 +70,7 @@ func TestWholeKey(t *testing.T) {
 		t.Errorf("WholeKey = %q, %v; want verbatim", k, err)
 	}
 	for _, err := range []error{nil, errors.New("no body")} {
-		if _, got := keyspec.WholeKey("", err); !errors.Is(got, core.ErrInvalidKey) || keyspec.KeyKind(got) != adapt.BadKey {
+		if _, got := keyspec.WholeKey("", err); !errors.Is(got, core.ErrInvalidKey) || adapt.KeyKind(got) != adapt.BadKey {
 			t.Errorf("WholeKey(\"\", %v) = %v, want a bad key", err, got)
 		}
 	}
