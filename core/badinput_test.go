@@ -10,13 +10,14 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
 func TestBadKeysAndOptions(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	for _, tc := range []struct {
 		name string
 		key  string
@@ -57,7 +58,7 @@ func TestBadKeysAndOptions(t *testing.T) {
 func TestHostileKeysAreDistinct(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	long := strings.Repeat("y", core.HashKeyLen+1)
 	keys := []string{"a{b}", "a{b}c", "{", "}", "{}", "}{", "a:b", "a\\:b", "a\x00b", "a", "a\x00", "ü:🔒",
 		long, long + "z", strings.Repeat("z", core.MaxKeyLen)}
@@ -83,7 +84,7 @@ func TestHostileKeysAreDistinct(t *testing.T) {
 func TestDoubleRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	l, err := c.Acquire(ctx, "dr")
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +103,7 @@ func TestDoubleRelease(t *testing.T) {
 func TestExtend(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	l, err := c.Acquire(ctx, "ext", core.TTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +158,7 @@ func TestNewRejectsUnsafeClients(t *testing.T) {
 func TestRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "down:1")
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +192,7 @@ func TestRedisDown(t *testing.T) {
 func TestRedisHung(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv, core.WithReleaseTimeout(300*time.Millisecond))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "hung:1")
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +233,7 @@ func TestEngineRunsOnMiniredis(t *testing.T) {
 	a := newClientOn(t, rdb)
 	rec := newRecorder()
 	b := newClientOn(t, redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}), core.WithObserver(rec))
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	l, err := a.Acquire(ctx, "order:42")
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +243,7 @@ func TestEngineRunsOnMiniredis(t *testing.T) {
 	}
 	res := startWaiter(ctx, b, "order:42")
 	// The TryAcquire above and the waiter's first attempt were contended.
-	waitFor(t, 5*time.Second, "the waiter to meet the holder", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
+	testkit.WaitFor(t, 5*time.Second, "the waiter to meet the holder", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,13 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 func TestAcquireRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 
 	l, err := c.Acquire(ctx, "order:42")
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,7 +59,7 @@ func TestMutualExclusion(t *testing.T) {
 	srv := redistest.Start(t)
 	keys := []string{"acct:1", "acct:2"}
 	w := newWitness(keys...)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	stopAt := time.Now().Add(2 * time.Second)
 	var wg sync.WaitGroup
 	var errs atomic.Int64
@@ -130,7 +131,7 @@ func TestMutualExclusionAcrossProcesses(t *testing.T) {
 			t.Fatalf("child: %v", err)
 		}
 	}
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	overlaps, _ := wit.Client.Get(ctx, "overlaps").Int()
 	if overlaps != 0 {
 		t.Fatalf("%d overlapping holders across processes", overlaps)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // Local hand-offs pass a hot lock inside one process in one round trip, but
@@ -18,7 +19,7 @@ func TestHandoffDoesNotStarveOtherProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	busy := newClient(t, srv)
 	other := newClient(t, srv)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	stop := make(chan struct{})
 	var cycles atomic.Int64
 	var wg sync.WaitGroup
@@ -43,7 +44,7 @@ func TestHandoffDoesNotStarveOtherProcesses(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	waitFor(t, 10*time.Second, "the hot loop running", func() bool { return cycles.Load() > 100 })
+	testkit.WaitFor(t, 10*time.Second, "the hot loop running", func() bool { return cycles.Load() > 100 })
 	for i := range 3 {
 		before := cycles.Load()
 		l, err := other.Acquire(ctx, "fair", core.Wait(10*time.Second))

@@ -4,10 +4,10 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,18 +20,7 @@ func newClient(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.C
 
 func newClientOn(t testing.TB, rdb redis.UniversalClient, opts ...core.Option) *core.Client {
 	t.Helper()
-	c, err := core.New(rdb, opts...)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	return testkit.Client(t, rdb, opts...)
 }
 
 // recorder is an Observer that keeps every acquire result and lease event.
@@ -89,16 +78,4 @@ func (r *recorder) snapshot() (ends []core.AcquireResult, contended int, renewed
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]core.AcquireResult(nil), r.ends...), len(r.contended), r.renewed, len(r.lost)
-}
-
-// waitFor polls cond (cheap, local state) until it holds or the loose limit passes.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // Each way of losing a held lock ends the lease: Context done with cause
@@ -38,7 +39,7 @@ func TestLostLease(t *testing.T) {
 			srv := redistest.Start(t)
 			rec := newRecorder()
 			c := newClient(t, srv, core.WithTTL(time.Second), core.WithObserver(rec))
-			ctx := ctxT(t, 20*time.Second)
+			ctx := testkit.Context(t, 20*time.Second)
 			l, err := c.Acquire(ctx, "lost:1")
 			if err != nil {
 				t.Fatal(err)
@@ -84,7 +85,7 @@ func TestLostLease(t *testing.T) {
 func TestLossSignalledBeforeServerExpiry(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "lost:2", core.TTL(1500*time.Millisecond), core.NoRenew())
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ func newRedlock(t testing.TB, srvs []*redistest.Server, opts ...core.Option) *co
 func TestRedlockMutualExclusion(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	w := newWitness("rl:1")
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	stopAt := time.Now().Add(2 * time.Second)
 	var wg sync.WaitGroup
 	for ci := range 3 {
@@ -75,7 +76,7 @@ func TestRedlockNodeFailures(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	c := newRedlock(t, srvs, core.WithNodeTimeout(200*time.Millisecond))
 	other := newRedlock(t, srvs)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	srvs[0].Kill()
 	srvs[1].Pause()
@@ -125,14 +126,14 @@ func TestRedlockNodeFailures(t *testing.T) {
 func TestRedlockRenewalNeedsMajority(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	c := newRedlock(t, srvs, core.WithTTL(time.Second))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "rl:4")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srvs[0].Kill() // a minority: still held
 	first := l.Until()
-	waitFor(t, 5*time.Second, "a renewal with one node down", func() bool { return l.Until().After(first) })
+	testkit.WaitFor(t, 5*time.Second, "a renewal with one node down", func() bool { return l.Until().After(first) })
 	if l.Err() != nil {
 		t.Fatalf("lost with a minority down: %v", l.Err())
 	}
@@ -154,7 +155,7 @@ func TestRedlockRenewalNeedsMajority(t *testing.T) {
 func TestRedlockFencingMonotonicAcrossNodeLoss(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
 	c := newRedlock(t, srvs)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	// Node 0's counter is far ahead of the others' clocks.
 	ahead := time.Now().UnixMicro() + int64(time.Hour/time.Microsecond)
 	if err := srvs[0].Client.HSet(ctx, "lockkit:v1:k:rl:5", "f", ahead).Err(); err != nil {
@@ -188,13 +189,13 @@ func TestRedlockWakeUpByNotification(t *testing.T) {
 	holder := newRedlock(t, srvs)
 	rec := newRecorder()
 	waiter := newRedlock(t, srvs, core.WithObserver(rec))
-	ctx := ctxT(t, 15*time.Second)
+	ctx := testkit.Context(t, 15*time.Second)
 	l, err := holder.Acquire(ctx, "rl:6")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := startWaiter(ctx, waiter, "rl:6")
-	waitFor(t, 10*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
+	testkit.WaitFor(t, 10*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
 	_ = l.Release(ctx)
 	r := <-res
 	if r.err != nil {
@@ -239,14 +240,14 @@ func TestNewRedlockRejects(t *testing.T) {
 func TestReplicaAck(t *testing.T) {
 	primary := redistest.Start(t)
 	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", fmt.Sprint(primary.Port())))
-	ctx := ctxT(t, 30*time.Second)
-	waitFor(t, 10*time.Second, "the replica in sync", func() bool {
+	ctx := testkit.Context(t, 30*time.Second)
+	testkit.WaitFor(t, 10*time.Second, "the replica in sync", func() bool {
 		info, _ := replica.Client.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
 	// After a full sync the primary streams only after the replica's first
 	// REPLCONF ACK (sent once a second): wait until a write is acknowledged.
-	waitFor(t, 10*time.Second, "an acknowledged write", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "an acknowledged write", func() bool {
 		primary.Client.Set(ctx, "sync", "1", 0)
 		n, _ := primary.Client.Wait(ctx, 1, time.Second).Result()
 		return n == 1
@@ -262,7 +263,7 @@ func TestReplicaAck(t *testing.T) {
 	if !errors.Is(err, core.ErrUnavailable) || !errors.Is(err, core.ErrReplicaAck) {
 		t.Fatalf("acquire with the replica frozen = %v", err)
 	}
-	waitFor(t, 5*time.Second, "the unacknowledged lock given back", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the unacknowledged lock given back", func() bool {
 		_, held, _ := newClient(t, primary).Inspect(ctx, "ack:2")
 		return !held
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -19,7 +20,7 @@ func TestReentrancy(t *testing.T) {
 	rdb := srv.NewClient()
 	rdb.AddHook(cmds)
 	c := newClientOn(t, rdb)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 
 	outer, err := c.Acquire(ctx, "r:1")
 	if err != nil {
@@ -89,7 +90,7 @@ func TestTryAcquireHeldReturnsHolder(t *testing.T) {
 	rec.meta = "traceparent=00-abc-def-01"
 	holder := newClient(t, srv, core.WithOwner("svc-a:1"), core.WithObserver(rec))
 	other := newClient(t, srv)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	l, err := holder.Acquire(ctx, "t:1")
 	if err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestWaitBudgetVersusContext(t *testing.T) {
 	holder := newClient(t, srv)
 	rec := newRecorder()
 	c := newClient(t, srv, core.WithObserver(rec))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := holder.Acquire(ctx, "w:1")
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +148,7 @@ func TestWaitBudgetVersusContext(t *testing.T) {
 
 	cctx, ccancel := context.WithCancel(ctx)
 	res := startWaiter(cctx, c, "w:1")
-	waitFor(t, 5*time.Second, "the waiter to wait", func() bool { _, n, _, _ := rec.snapshot(); return n >= 5 })
+	testkit.WaitFor(t, 5*time.Second, "the waiter to wait", func() bool { _, n, _, _ := rec.snapshot(); return n >= 5 })
 	ccancel()
 	if r := <-res; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("ctx cancel = %v, want Canceled", r.err)
@@ -167,7 +168,7 @@ func TestWaitBudgetVersusContext(t *testing.T) {
 func TestDo(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv, core.WithTTL(time.Second))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	boom := errors.New("boom")
 
 	var ran bool
@@ -213,7 +214,7 @@ func TestNoRenew(t *testing.T) {
 	rec := newRecorder()
 	c := newClient(t, srv, core.WithObserver(rec))
 	other := newClient(t, srv)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "job:dedupe", core.TTL(time.Second), core.NoRenew())
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +242,7 @@ func TestMaxWaiters(t *testing.T) {
 	holder := newClient(t, srv)
 	rec := newRecorder()
 	c := newClient(t, srv, core.WithObserver(rec))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := holder.Acquire(ctx, "mw:1")
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +251,7 @@ func TestMaxWaiters(t *testing.T) {
 	defer cancel()
 	r1 := startWaiter(wctx, c, "mw:1", core.MaxWaiters(2))
 	r2 := startWaiter(wctx, c, "mw:1", core.MaxWaiters(2))
-	waitFor(t, 5*time.Second, "two queued waiters", func() bool { return core.Queued(c, "mw:1") == 2 })
+	testkit.WaitFor(t, 5*time.Second, "two queued waiters", func() bool { return core.Queued(c, "mw:1") == 2 })
 	_, err3 := c.Acquire(ctx, "mw:1", core.MaxWaiters(2), core.Wait(time.Minute))
 	var na *core.NotAcquiredError
 	if !errors.As(err3, &na) || na.Timeout() {
@@ -275,7 +276,7 @@ func TestForceRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv, core.WithTTL(time.Second))
 	op := newClient(t, srv)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "stuck:1")
 	if err != nil {
 		t.Fatal(err)
@@ -306,7 +307,7 @@ func TestClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	mine, err := c.Acquire(ctx, "close:1")
 	if err != nil {
 		t.Fatal(err)
@@ -317,7 +318,7 @@ func TestClose(t *testing.T) {
 	}
 	defer theirs.Release(ctx)
 	res := startWaiter(ctx, c, "close:2")
-	waitFor(t, 5*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
+	testkit.WaitFor(t, 5*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
 
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ func TestLocalQueueFIFO(t *testing.T) {
 	rdb := srv.NewClient()
 	rdb.AddHook(cmds)
 	c := newClientOn(t, rdb)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	l, err := holder.Acquire(ctx, "hot")
 	if err != nil {
@@ -381,7 +382,7 @@ func TestLocalQueueFIFO(t *testing.T) {
 			_ = l.Release(ctx)
 		}()
 		// enqueue in a known order: wait until this one is queued
-		waitFor(t, 5*time.Second, "queued", func() bool { return core.Queued(c, "hot") == i+1 })
+		testkit.WaitFor(t, 5*time.Second, "queued", func() bool { return core.Queued(c, "hot") == i+1 })
 	}
 	before := cmds.n.Load()
 	_ = l.Release(ctx)

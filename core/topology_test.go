@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // The engine runs on the sentinel failover client (a *redis.Client that
@@ -16,15 +17,15 @@ func TestSentinelFailoverClient(t *testing.T) {
 	a := newClientOn(t, sen.FailoverClient(t), core.WithTTL(time.Second))
 	rec := newRecorder()
 	b := newClientOn(t, sen.FailoverClient(t), core.WithObserver(rec))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := a.Acquire(ctx, "sentinel:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := startWaiter(ctx, b, "sentinel:1")
-	waitFor(t, 5*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
+	testkit.WaitFor(t, 5*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
 	first := l.Until()
-	waitFor(t, 5*time.Second, "a renewal", func() bool { return l.Until().After(first) })
+	testkit.WaitFor(t, 5*time.Second, "a renewal", func() bool { return l.Until().After(first) })
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // startWaiter runs Acquire on c in a goroutine and returns its result channel.
@@ -33,14 +34,14 @@ func TestWaiterWokenByReleaseMessage(t *testing.T) {
 	holder := newClient(t, srv)
 	rec := newRecorder()
 	waiter := newClient(t, srv, core.WithObserver(rec))
-	ctx := ctxT(t, 15*time.Second)
+	ctx := testkit.Context(t, 15*time.Second)
 
 	l, err := holder.Acquire(ctx, "job:1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := startWaiter(ctx, waiter, "job:1")
-	waitFor(t, 10*time.Second, "two contended attempts", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "two contended attempts", func() bool {
 		_, contended, _, _ := rec.snapshot()
 		return contended >= 2
 	})
@@ -69,14 +70,14 @@ func TestWaiterSurvivesPubSubKill(t *testing.T) {
 	holder := newClient(t, srv)
 	rec := newRecorder()
 	waiter := newClient(t, srv, core.WithObserver(rec))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 
 	l, err := holder.Acquire(ctx, "job:2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := startWaiter(ctx, waiter, "job:2")
-	waitFor(t, 10*time.Second, "two contended attempts", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "two contended attempts", func() bool {
 		_, contended, _, _ := rec.snapshot()
 		return contended >= 2
 	})
@@ -85,7 +86,7 @@ func TestWaiterSurvivesPubSubKill(t *testing.T) {
 		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v", n, err)
 	}
 	// After the reconnect is confirmed the waiter retries once more.
-	waitFor(t, 10*time.Second, "a retry after the reconnect", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "a retry after the reconnect", func() bool {
 		_, contended, _, _ := rec.snapshot()
 		return contended >= 3
 	})
@@ -106,7 +107,7 @@ func TestWaiterSurvivesLostMessage(t *testing.T) {
 	holder := newClient(t, srv)
 	rec := newRecorder()
 	waiter := newClient(t, srv, core.WithObserver(rec))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 
 	for i := range 5 {
 		l, err := holder.Acquire(ctx, "job:3")
@@ -114,7 +115,7 @@ func TestWaiterSurvivesLostMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		res := startWaiter(ctx, waiter, "job:3")
-		waitFor(t, 10*time.Second, "waiter waiting", func() bool {
+		testkit.WaitFor(t, 10*time.Second, "waiter waiting", func() bool {
 			_, contended, _, _ := rec.snapshot()
 			return contended >= 2
 		})

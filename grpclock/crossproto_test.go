@@ -18,6 +18,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // httpPayOrder is the HTTP side of the same service: gin with ginlock on
@@ -69,7 +70,7 @@ func TestUnarySerialisesAcrossServersAndHTTP(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: time.Minute}
 	defer hc.CloseIdleConnections()
 
-	ctx := ctxT(t, 2*time.Minute)
+	ctx := testkit.Context(t, 2*time.Minute)
 	start := time.Now()
 	errs := make(chan error, grpcCalls+httpCalls)
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // With Redis killed, calls are refused Unavailable with a retry hint
@@ -56,7 +57,7 @@ func TestRedisKilled(t *testing.T) {
 	closedUp := serve(t, svc, stream(closedC, tenantFirst...))
 	open := serve(t, svc, unary(openC, grpclock.FailOpen()), stream(openC, accountKey, grpclock.FailOpen()))
 	openUp := serve(t, svc, stream(openC, append(tenantFirst, grpclock.FailOpen())...))
-	ctx := metadata.AppendToOutgoingContext(ctxT(t, 30*time.Second), "x-account", "a-1")
+	ctx := metadata.AppendToOutgoingContext(testkit.Context(t, 30*time.Second), "x-account", "a-1")
 
 	if _, err := closed.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "1"}); err != nil {
 		t.Fatalf("before the kill: %v", err)

@@ -16,6 +16,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // Field paths, run through the unary interceptor itself: the key the
@@ -76,7 +77,7 @@ func TestFieldPaths(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			icp := grpclock.UnaryServerInterceptor(c, grpclock.Key(grpclock.Const("x"), grpclock.Field(tc.path)), grpclock.Wait(5*time.Second))
 			var got string
-			_, err := icp(ctxT(t, 10*time.Second), tc.msg, &grpc.UnaryServerInfo{FullMethod: testpb.Test_Pay_FullMethodName},
+			_, err := icp(testkit.Context(t, 10*time.Second), tc.msg, &grpc.UnaryServerInfo{FullMethod: testpb.Test_Pay_FullMethodName},
 				func(ctx context.Context, _ any) (any, error) {
 					l, _ := core.LeaseFromContext(ctx)
 					got = l.Key()
@@ -116,7 +117,7 @@ func TestFuncPart(t *testing.T) {
 		{grpclock.ErrMisconfigured, codes.Internal},
 	} {
 		icp := grpclock.UnaryServerInterceptor(c, grpclock.Key(grpclock.Func("tenant", func(*grpclock.Call) (string, error) { return "", tc.err })))
-		_, err := icp(ctxT(t, 5*time.Second), &testpb.PayRequest{}, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
+		_, err := icp(testkit.Context(t, 5*time.Second), &testpb.PayRequest{}, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
 			func(context.Context, any) (any, error) { return nil, errors.New("handler ran") })
 		if st, _ := status.FromError(err); st.Code() != tc.code || !strings.Contains(st.Message(), strings.TrimPrefix(tc.err.Error(), "grpclock: ")) {
 			t.Fatalf("Func error %v: got %v, want %v", tc.err, err, tc.code)

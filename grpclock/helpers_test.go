@@ -20,6 +20,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,18 +29,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // replica would have), closed at cleanup.
 func newClient(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Client {
 	t.Helper()
-	c, err := core.New(srv.NewClient(), opts...)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
+	return testkit.Client(t, srv.NewClient(), opts...)
 }
 
 // service is the test service; each test sets the handlers it calls.
@@ -205,18 +195,6 @@ func (r *recorder) counts() (starts, contended, unlocked, lost int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.starts, r.contended, r.unlocked, r.lost
-}
-
-// waitFor polls cond (cheap, local state) until it holds or the loose limit passes.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // witness detects overlapping critical sections three ways: an overlap

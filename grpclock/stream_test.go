@@ -18,6 +18,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 var accountKey = grpclock.Key(grpclock.Const("account"), grpclock.Metadata("x-account"))
@@ -63,7 +64,7 @@ func TestServerStreamHoldsLockForLife(t *testing.T) {
 	b := serve(t, svc, stream(newClient(t, srv), accountKey, grpclock.NoWait()))
 	recC := newRecorder()
 	cc := serve(t, svc, stream(newClient(t, srv, core.WithObserver(recC)), accountKey, grpclock.Wait(20*time.Second)))
-	ctx := metadata.AppendToOutgoingContext(ctxT(t, 40*time.Second), "x-account", "acc-1")
+	ctx := metadata.AppendToOutgoingContext(testkit.Context(t, 40*time.Second), "x-account", "acc-1")
 
 	ctxA, cancelA := context.WithCancel(ctx)
 	defer cancelA()
@@ -96,7 +97,7 @@ func TestServerStreamHoldsLockForLife(t *testing.T) {
 		e, _ := sc.Recv()
 		got <- e
 	}()
-	waitFor(t, 10*time.Second, "the third stream to find the lock held, subscribed", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the third stream to find the lock held, subscribed", func() bool {
 		_, contended, _, _ := recC.counts()
 		return contended >= 2
 	})
@@ -192,7 +193,7 @@ func TestClientStreamKeyedByFirstMessage(t *testing.T) {
 	svc := &service{upload: uploadHandler(seen, holding)}
 	a := serve(t, svc, stream(newClient(t, srv), tenantFirst...))
 	b := serve(t, svc, stream(newClient(t, srv), append(tenantFirst, grpclock.NoWait())...))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	ua, err := a.Upload(ctx)
 	if err != nil {
@@ -251,7 +252,7 @@ func TestClientStreamEOFBeforeAnyMessage(t *testing.T) {
 	seen := make(chan uploadSeen, 1)
 	svc := &service{upload: uploadHandler(seen, nil)}
 	cl := serve(t, svc, stream(newClient(t, srv, core.WithObserver(rec)), tenantFirst...))
-	u, err := cl.Upload(ctxT(t, 10*time.Second))
+	u, err := cl.Upload(testkit.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestStreamLeaseLost(t *testing.T) {
 		srv := redistest.Start(t)
 		causes := make(chan error, 1)
 		cl := serve(t, &service{ledger: ledgerUntilDone(nil, causes)}, stream(newClient(t, srv), accountKey, grpclock.TTL(time.Second)))
-		ctx := metadata.AppendToOutgoingContext(ctxT(t, 30*time.Second), "x-account", "lost")
+		ctx := metadata.AppendToOutgoingContext(testkit.Context(t, 30*time.Second), "x-account", "lost")
 		s, err := cl.Ledger(ctx, &testpb.LedgerRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -311,7 +312,7 @@ func TestStreamLeaseLost(t *testing.T) {
 			return ctx.Err()
 		}}
 		cl := serve(t, svc, stream(newClient(t, srv), append(tenantFirst, grpclock.TTL(time.Second))...))
-		ctx := ctxT(t, 30*time.Second)
+		ctx := testkit.Context(t, 30*time.Second)
 		u, err := cl.Upload(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -355,7 +356,7 @@ func TestStreamPanicReleases(t *testing.T) {
 		grpclock.StreamServerInterceptor(c, append(tenantFirst, grpclock.NoWait())...),
 	)
 	cl := serve(t, svc, rec)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	for i, want := range []codes.Code{codes.Internal, codes.OK} {
 		u, err := cl.Upload(ctx)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // Calls on different orders hold their locks at the same time: every
@@ -45,7 +46,7 @@ func TestUnaryDifferentOrdersRunInParallel(t *testing.T) {
 		}
 	}}
 	cl := serve(t, svc, unary(c, grpclock.Wait(20*time.Second)))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	errs := make(chan error, n)
 	for i := range n {
 		go func() {
@@ -90,7 +91,7 @@ func TestUnaryNoWaitDuplicateAborted(t *testing.T) {
 				return &testpb.PayResponse{Token: tokenOf(ctx)}, nil
 			}}
 			cl := serve(t, svc, unary(c, append([]grpclock.Option{grpclock.NoWait()}, tc.opts...)...))
-			ctx := ctxT(t, 20*time.Second)
+			ctx := testkit.Context(t, 20*time.Second)
 			first := make(chan error, 1)
 			go func() {
 				_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "dup"})
@@ -137,7 +138,7 @@ func TestUnaryClientRetryHonoursPushback(t *testing.T) {
 	conn := serveConn(t, svc, []grpc.DialOption{grpc.WithDefaultServiceConfig(cfg)},
 		unary(c, grpclock.NoWait(), grpclock.RetryAfter(func(error) time.Duration { return 300 * time.Millisecond })))
 	cl := testpb.NewTestClient(conn)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() {
 		_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "retry"})
@@ -183,7 +184,7 @@ func TestUnaryHandlerContext(t *testing.T) {
 		return &testpb.PayResponse{Token: l.Token()}, nil
 	}}
 	cl := serve(t, svc, unary(c))
-	resp, err := cl.PayKeyed(ctxT(t, 10*time.Second), &testpb.KeyedRequest{OrderId: "42"})
+	resp, err := cl.PayKeyed(testkit.Context(t, 10*time.Second), &testpb.KeyedRequest{OrderId: "42"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +216,7 @@ func TestUnaryKeySourceErrors(t *testing.T) {
 	}
 	def := serve(t, svc, unary(c))
 	md := serve(t, svc, unary(c, grpclock.Key(grpclock.Const("tenant"), grpclock.Metadata("X-Tenant"))))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 
 	_, err := def.Pay(ctx, &testpb.PayRequest{OrderId: "1"})
 	st := wantCode(t, err, codes.Internal)
@@ -269,7 +270,7 @@ func TestUnaryKeyFromMethod(t *testing.T) {
 		return &testpb.PayResponse{}, nil
 	}}
 	cl := serve(t, svc, unary(c, grpclock.KeyFromMethod(), grpclock.NoWait()))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.Pay(ctx, &testpb.PayRequest{OrderId: "a"}); first <- err }()
 	<-entered
@@ -313,7 +314,7 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 			kinds <- r.Kind
 			return grpclock.DefaultErrorHandler(ctx, r)
 		}))))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "dl"}); first <- err }()
 	<-entered
@@ -326,7 +327,7 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	gone, hangUp := context.WithCancel(ctx)
 	waited := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(gone, &testpb.KeyedRequest{OrderId: "dl-gone"}); waited <- err }()
-	waitFor(t, 10*time.Second, "the second caller to wait", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the second caller to wait", func() bool {
 		starts, _, _, _ := rec.counts() // holder, dl-short, dl-gone (queued locally behind the holder)
 		return starts >= 3
 	})
@@ -357,7 +358,7 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 		}
 		return nil // the default for the rest
 	})))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "eh"}); first <- err }()
 	<-entered
@@ -403,7 +404,7 @@ func TestUnaryPanicReleases(t *testing.T) {
 				return &testpb.PayResponse{}, nil
 			}}
 			cl := serve(t, svc, tc.chain(grpclock.UnaryServerInterceptor(c, grpclock.NoWait())))
-			ctx := ctxT(t, 20*time.Second)
+			ctx := testkit.Context(t, 20*time.Second)
 			_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "boom"})
 			wantCode(t, err, codes.Internal)
 			if _, ok, err := c.Inspect(ctx, "order:boom"); err != nil || ok {
@@ -433,7 +434,7 @@ func TestUnaryLeaseLost(t *testing.T) {
 		}
 	}}
 	cl := serve(t, svc, unary(c, grpclock.TTL(time.Second)))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	done := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "lost"}); done <- err }()
 	<-entered

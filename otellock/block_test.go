@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -88,7 +89,7 @@ func TestStuckExporterDoesNotBlockEngine(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv, core.WithObserver(obs), core.WithTTL(time.Second))
 	other := newClient(t, srv, core.WithObserver(obs))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	cycle := func(key string) {
 		t.Helper()
 		l, err := c.Acquire(ctx, key, core.Name("cycle"))
@@ -162,7 +163,7 @@ func TestSimpleSpanProcessorExportsInline(t *testing.T) {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	srv := redistest.Start(t)
 	c := newClient(t, srv, core.WithObserver(otellock.New(otellock.WithTracerProvider(tp))))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	done := make(chan error, 1)
 	go func() {
 		l, err := c.Acquire(ctx, "simple:1")

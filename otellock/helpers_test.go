@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -180,30 +181,7 @@ func wantAttr(t testing.TB, span sdktrace.ReadOnlySpan, k attribute.Key, want an
 
 func newClient(t testing.TB, srv *redistest.Server, opts ...core.Option) *core.Client {
 	t.Helper()
-	c, err := core.New(srv.NewClient(), opts...)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// waitFor polls cond (cheap, local state) until it holds or the loose limit passes.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return testkit.Client(t, srv.NewClient(), opts...)
 }
 
 // tap wraps an Observer and signals some events to the test, so it can wait

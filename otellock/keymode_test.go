@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel/codes"
 )
@@ -31,7 +32,7 @@ func TestKeyAttributeModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tel := newTelemetry(t, tc.opts...)
 			c := newClient(t, srv, core.WithObserver(tel.obs))
-			ctx := ctxT(t, 20*time.Second)
+			ctx := testkit.Context(t, 20*time.Second)
 			l, err := c.Acquire(ctx, key)
 			if err != nil {
 				t.Fatal(err)

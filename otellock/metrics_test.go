@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel/attribute"
 )
@@ -27,7 +28,7 @@ func TestMetrics(t *testing.T) {
 	tp := newTap(tel.obs)
 	c := newClient(t, srv, core.WithObserver(tp), core.WithTTL(time.Second))
 	other := newClient(t, srv, core.WithObserver(tp))
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	var keys []string
 	key := func(k string) string { keys = append(keys, k); return k }
 
@@ -101,7 +102,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-ll.Done()
-	waitFor(t, 10*time.Second, "the loss to be counted", func() bool {
+	testkit.WaitFor(t, 10*time.Second, "the loss to be counted", func() bool {
 		return sumOf(t, tel.collect(t), otellock.MetricLosses, name("L"), errType("lost")) == 1
 	})
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -25,7 +26,7 @@ func TestNoProviderConfigured(t *testing.T) {
 	obs := newTap(otellock.New())
 	c := newClient(t, srv, core.WithObserver(obs), core.WithTTL(time.Second))
 	other := newClient(t, srv, core.WithObserver(otellock.New()))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	l, err := c.Acquire(ctx, "noop:1", core.Name("n"))
 	if err != nil {
@@ -67,7 +68,7 @@ func TestNoProviderConfigured(t *testing.T) {
 func TestNoProviderKeepsRemoteParent(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv, core.WithObserver(otellock.New(otellock.WithPropagators(traceContext))))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	remote := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled, Remote: true,
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -24,7 +25,7 @@ func TestUncontendedSpans(t *testing.T) {
 	srv := redistest.Start(t)
 	tel := newTelemetry(t)
 	c := newClient(t, srv, core.WithObserver(tel.obs))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 
 	rctx, req := tel.request(ctx, "POST /orders/42/pay")
 	beforeAcquire := time.Now()
@@ -102,7 +103,7 @@ func TestContendedWaiterLinksToHolder(t *testing.T) {
 	waiterTap := newTap(waiterTel.obs)
 	holderC := newClient(t, srv, core.WithObserver(holderTel.obs), core.WithOwner("holder-A"))
 	waiterC := newClient(t, srv, core.WithObserver(waiterTap), core.WithOwner("waiter-B"))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	hctx, hreq := holderTel.request(ctx, "holder request")
 	hl, err := holderC.Acquire(hctx, "order:7", core.Name(route))
@@ -189,7 +190,7 @@ func TestTimeoutSpan(t *testing.T) {
 	holderTel, waiterTel := newTelemetry(t), newTelemetry(t)
 	holderC := newClient(t, srv, core.WithObserver(holderTel.obs))
 	waiterC := newClient(t, srv, core.WithObserver(waiterTel.obs))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	hl, err := holderC.Acquire(ctx, "order:9")
 	if err != nil {
 		t.Fatal(err)
@@ -224,7 +225,7 @@ func TestNoWaitContendedSpan(t *testing.T) {
 	tel := newTelemetry(t)
 	c := newClient(t, srv, core.WithObserver(tel.obs))
 	other := newClient(t, srv)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	hl, err := other.Acquire(ctx, "order:10")
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +251,7 @@ func TestLostLeaseEndsHoldSpan(t *testing.T) {
 	tel := newTelemetry(t)
 	tp := newTap(tel.obs)
 	c := newClient(t, srv, core.WithObserver(tp), core.WithTTL(time.Second))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	l, err := c.Acquire(ctx, "lost:1", core.Name("job"))
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestLostLeaseEndsHoldSpan(t *testing.T) {
 		t.Fatal("lease not lost after its key was deleted")
 	}
 	// Lost is reported just after the lease's context ends.
-	waitFor(t, 10*time.Second, "lock.hold to end", func() bool { return len(tel.ended(otellock.SpanHold)) == 1 })
+	testkit.WaitFor(t, 10*time.Second, "lock.hold to end", func() bool { return len(tel.ended(otellock.SpanHold)) == 1 })
 	hold := tel.one(t, otellock.SpanHold)
 	if hold.Status().Code != codes.Error {
 		t.Fatalf("lock.hold status %v, want Error", hold.Status().Code)
@@ -296,7 +297,7 @@ func TestCloseEndsHoldSpan(t *testing.T) {
 	srv := redistest.Start(t)
 	tel := newTelemetry(t)
 	c := newClient(t, srv, core.WithObserver(tel.obs))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	if _, err := c.Acquire(ctx, "close:1"); err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestWithoutHoldSpan(t *testing.T) {
 	srv := redistest.Start(t)
 	tel := newTelemetry(t, otellock.WithHoldSpan(false))
 	c := newClient(t, srv, core.WithObserver(tel.obs))
-	ctx := ctxT(t, 20*time.Second)
+	ctx := testkit.Context(t, 20*time.Second)
 	rctx, req := tel.request(ctx, "request")
 	l, err := c.Acquire(rctx, "nohold:1")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -21,12 +22,7 @@ func lockKey(key string) string { return "lockkit:v1:k:" + key }
 
 func newClient(t testing.TB, rdb redis.UniversalClient, opts ...core.Option) *core.Client {
 	t.Helper()
-	c, err := core.New(rdb, opts...)
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return testkit.Client(t, rdb, opts...)
 }
 
 func newRedlock(t testing.TB, rdbs []*redis.Client, opts ...core.Option) *core.Client {
@@ -69,24 +65,6 @@ func newProxy(t testing.TB, target string) *tcpproxy.Proxy {
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	return p
-}
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-// waitFor polls cond (cheap) until it holds or the loose limit passes.
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // recv waits for a value on ch within limit.
@@ -261,7 +239,7 @@ func verdict(t testing.TB, h *faults.History, r *faults.Resource, wantOverlap bo
 // its TTL) until none of rdbs has an owned lock hash or a key without TTL.
 func noLeftovers(t testing.TB, limit time.Duration, rdbs ...redis.UniversalClient) {
 	t.Helper()
-	ctx := ctxT(t, limit+5*time.Second)
+	ctx := testkit.Context(t, limit+5*time.Second)
 	deadline := time.Now().Add(limit)
 	for _, rdb := range rdbs {
 		for {

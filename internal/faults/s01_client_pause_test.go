@@ -16,6 +16,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -112,7 +113,7 @@ func TestS01ClientPausedPastTTL(t *testing.T) {
 	}
 	hist, res := faults.NewHistory(), faults.NewResource()
 	live := faults.NewLiveness("parent")
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 
 	acq := next("acquired")
 	next("read")

@@ -9,6 +9,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ func TestS02SlowRepliesDuringAcquire(t *testing.T) {
 	px := newProxy(t, srv.Addr())
 	rdb := via(srv, px.Addr())
 	c := newClient(t, rdb, core.WithTTL(ttl))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	if err := rdb.Ping(ctx).Err(); err != nil { // open the connection before slowing it
 		t.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func TestS02SlowRepliesDuringAcquire(t *testing.T) {
 		l, err := c.TryAcquire(ctx, key)
 		done <- result{l, err, time.Now()}
 	}()
-	waitFor(t, 5*time.Second, "the acquire to pass the proxy", func() bool { return px.Stats().Upstream > up })
+	testkit.WaitFor(t, 5*time.Second, "the acquire to pass the proxy", func() bool { return px.Stats().Upstream > up })
 	px.SetLatency(tcpproxy.Upstream, 0)
 
 	r := recv(t, done, 10*time.Second, "the slow acquire")
@@ -65,7 +66,7 @@ func TestS02SlowRepliesDuringAcquire(t *testing.T) {
 	}
 	// Given back, not expired: the release script left f and r and no o,
 	// and the key has fenceKeep (10s) left, more than the lease's TTL.
-	waitFor(t, 3*time.Second, "the token given back", func() bool {
+	testkit.WaitFor(t, 3*time.Second, "the token given back", func() bool {
 		h, err := srv.Client.HGetAll(ctx, lockKey(key)).Result()
 		return err == nil && h["o"] == "" && h["r"] != "" && h["f"] != ""
 	})
@@ -103,7 +104,7 @@ func TestS02SlowNodesRedlock(t *testing.T) {
 		rdbs = append(rdbs, via(s, px.Addr()))
 	}
 	c := newRedlock(t, rdbs, core.WithTTL(3*time.Second), core.WithNodeTimeout(300*time.Millisecond))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	for _, px := range pxs[1:] {
 		px.SetLatency(tcpproxy.Downstream, time.Second)
 	}

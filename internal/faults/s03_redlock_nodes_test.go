@@ -12,6 +12,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,7 +47,7 @@ func TestS03RedlockMinorityDownOrHung(t *testing.T) {
 	const key = "s03:minority"
 	srvs := redistest.StartN(t, 5)
 	clients := []*core.Client{s03Client(t, srvs, "a", nil), s03Client(t, srvs, "b", nil)}
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 
 	srvs[0].Kill()
 	srvs[1].Pause()
@@ -134,7 +135,7 @@ func TestS03RedlockMajorityDownOrHung(t *testing.T) {
 			wobs := newObserver()
 			a := s03Client(t, srvs, "a", nil)
 			b := s03Client(t, srvs, "b", wobs)
-			ctx := ctxT(t, 60*time.Second)
+			ctx := testkit.Context(t, 60*time.Second)
 
 			held, err := a.Acquire(ctx, key)
 			if err != nil {
@@ -149,7 +150,7 @@ func TestS03RedlockMajorityDownOrHung(t *testing.T) {
 				}
 				waitErr <- err
 			}()
-			waitFor(t, 10*time.Second, "the waiter to be refused once", func() bool { return wobs.counts().contended >= 1 })
+			testkit.WaitFor(t, 10*time.Second, "the waiter to be refused once", func() bool { return wobs.counts().contended >= 1 })
 			for _, s := range srvs[:3] {
 				tc.fault(s)
 			}

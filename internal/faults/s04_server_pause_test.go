@@ -12,6 +12,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // Scenario 4: the Redis server is frozen (SIGSTOP) for 2.5s while one
@@ -41,7 +42,7 @@ func s04(t *testing.T, waiterTTL time.Duration, mayFail bool) {
 	keys := []string{"s04:a", "s04:b"}
 	srv := redistest.Start(t)
 	hist, res := faults.NewHistory(), faults.NewResource()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 
 	holder := newClient(t, srv.NewClient(), core.WithTTL(ttl), core.WithOwner("holder"))
 	var leases []*core.Lease
@@ -114,7 +115,7 @@ func s04(t *testing.T, waiterTTL time.Duration, mayFail bool) {
 		}
 	}
 	// Every waiter has been refused once (and so subscribed) before the pause.
-	waitFor(t, 10*time.Second, "4 waiters refused", func() bool { return wobs.counts().contended >= 4 })
+	testkit.WaitFor(t, 10*time.Second, "4 waiters refused", func() bool { return wobs.counts().contended >= 4 })
 
 	srv.Pause()
 	pausedAt := time.Now()

@@ -9,6 +9,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ func dataLoss(t *testing.T, a, b *core.Client, obs *observer, restart func(), wa
 	t.Helper()
 	const key = "s05:held"
 	hist, res := faults.NewHistory(), faults.NewResource()
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	la, err := a.Acquire(ctx, key)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // replicated is a primary with one replica, and the address clients use (a
@@ -33,15 +34,15 @@ func startReplicated(t *testing.T) *replicated {
 	p.link = newProxy(t, p.primary.Addr())
 	_, port, _ := strings.Cut(p.link.Addr(), ":")
 	p.replica = redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", port))
-	ctx := ctxT(t, 30*time.Second)
-	waitFor(t, 20*time.Second, "the replica in sync", func() bool {
+	ctx := testkit.Context(t, 30*time.Second)
+	testkit.WaitFor(t, 20*time.Second, "the replica in sync", func() bool {
 		info, _ := p.replica.Client.Info(ctx, "replication").Result()
 		return strings.Contains(info, "master_link_status:up")
 	})
 	// After a diskless sync the primary streams writes only once the
 	// replica's first REPLCONF ACK arrived (sent by its once-a-second cron):
 	// wait until a write is acknowledged, or WAIT would time out at first.
-	waitFor(t, 20*time.Second, "the replica acknowledging writes", func() bool {
+	testkit.WaitFor(t, 20*time.Second, "the replica acknowledging writes", func() bool {
 		pipe := p.primary.Client.Pipeline()
 		pipe.Set(ctx, "replication:probe", "1", time.Second)
 		n := pipe.Do(ctx, "wait", 1, 200)
@@ -63,11 +64,11 @@ func (p *replicated) failover(t *testing.T) {
 	p.primary.Kill()
 	p.link.CutAll()
 	_ = p.link.Close()
-	ctx := ctxT(t, 10*time.Second)
+	ctx := testkit.Context(t, 10*time.Second)
 	if err := p.replica.Client.Do(ctx, "replicaof", "no", "one").Err(); err != nil {
 		t.Fatalf("REPLICAOF NO ONE: %v", err)
 	}
-	waitFor(t, 5*time.Second, "the replica promoted", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the replica promoted", func() bool {
 		info, _ := p.replica.Client.Info(ctx, "replication").Result()
 		return strings.Contains(info, "role:master")
 	})
@@ -100,7 +101,7 @@ func TestS06FailoverToLaggingReplica(t *testing.T) {
 		hist, res := faults.NewHistory(), faults.NewResource()
 		a := newClient(t, via(p.primary, p.vip.Addr()), core.WithTTL(ttl), core.WithOwner("a"))
 		b := newClient(t, via(p.primary, p.vip.Addr()), core.WithTTL(ttl), core.WithOwner("b"))
-		ctx := ctxT(t, 60*time.Second)
+		ctx := testkit.Context(t, 60*time.Second)
 
 		p.isolate()
 		la, err := a.Acquire(ctx, key)
@@ -147,7 +148,7 @@ func TestS06FailoverToLaggingReplica(t *testing.T) {
 		a := newClient(t, via(p.primary, p.vip.Addr()), core.WithTTL(ttl), core.WithOwner("a"),
 			core.WithReplicaAck(1, 300*time.Millisecond))
 		b := newClient(t, via(p.primary, p.vip.Addr()), core.WithTTL(ttl), core.WithOwner("b"))
-		ctx := ctxT(t, 60*time.Second)
+		ctx := testkit.Context(t, 60*time.Second)
 
 		p.isolate()
 		_, err := a.Acquire(ctx, key)
@@ -155,7 +156,7 @@ func TestS06FailoverToLaggingReplica(t *testing.T) {
 			t.Fatalf("acquire with the replica cut off = %v, want ErrUnavailable wrapping ErrReplicaAck", err)
 		}
 		// Given back on the primary, not left for its TTL.
-		waitFor(t, 5*time.Second, "the unacknowledged lock given back", func() bool {
+		testkit.WaitFor(t, 5*time.Second, "the unacknowledged lock given back", func() bool {
 			return p.primary.Client.HGet(ctx, lockKey(key), "o").Val() == ""
 		})
 		p.failover(t)
@@ -180,7 +181,7 @@ func TestS06FailoverToLaggingReplica(t *testing.T) {
 		a := newClient(t, via(p.primary, p.vip.Addr()), core.WithTTL(ttl), core.WithOwner("a"),
 			core.WithReplicaAck(1, 300*time.Millisecond))
 		b := newClient(t, via(p.primary, p.vip.Addr()), core.WithTTL(ttl), core.WithOwner("b"))
-		ctx := ctxT(t, 60*time.Second)
+		ctx := testkit.Context(t, 60*time.Second)
 
 		la, err := a.Acquire(ctx, key)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // afterLoss checks what follows a lease lost to a late renewal: the holder's
@@ -17,7 +18,7 @@ import (
 // holds never overlap.
 func afterLoss(t *testing.T, srv *redistest.Server, la *core.Lease, log *cmdLog, lostAt time.Time, hist *faults.History, bound time.Duration) {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	if !isLost(la) {
 		t.Fatalf("cause %v", context.Cause(la.Context()))
 	}
@@ -70,7 +71,7 @@ func TestS07RenewalReplyLate(t *testing.T) {
 	obs := newObserver()
 	a := newClient(t, rdb, core.WithTTL(ttl), core.WithObserver(obs), core.WithOwner("a"))
 	hist := faults.NewHistory()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	la, err := a.Acquire(ctx, "s07:late")
 	if err != nil {
@@ -124,7 +125,7 @@ func TestS07ServerPausedAcrossDeadline(t *testing.T) {
 	obs := newObserver()
 	a := newClient(t, rdb, core.WithTTL(ttl), core.WithObserver(obs), core.WithOwner("a"))
 	hist := faults.NewHistory()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 
 	la, err := a.Acquire(ctx, "s07:paused")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,7 +59,7 @@ func TestS08RepliesLost(t *testing.T) {
 	obs := newObserver()
 	a := newClient(t, via(srv, px.Addr()), core.WithTTL(ttl), core.WithReleaseTimeout(relTimeout), core.WithObserver(obs))
 	other := newClient(t, srv.NewClient())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := testkit.Context(t, 60*time.Second)
 	warmScripts(t, ctx, a, key)
 
 	t.Run("acquire", func(t *testing.T) {
@@ -72,7 +73,7 @@ func TestS08RepliesLost(t *testing.T) {
 		}()
 		// The server answered (it applied the acquire) and the answer was
 		// dropped; the network heals while the caller still waits for it.
-		waitFor(t, 5*time.Second, "the acquire's reply dropped", func() bool { return px.Stats().Dropped > dropped })
+		testkit.WaitFor(t, 5*time.Second, "the acquire's reply dropped", func() bool { return px.Stats().Dropped > dropped })
 		px.DropReplies(false)
 		err := recv(t, done, 5*time.Second, "the acquire")
 		cancel()
@@ -80,7 +81,7 @@ func TestS08RepliesLost(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("acquire with its reply lost = %v, want the ctx's DeadlineExceeded", err)
 		}
-		waitFor(t, relTimeout+2*time.Second, "the granted lock given back", func() bool {
+		testkit.WaitFor(t, relTimeout+2*time.Second, "the granted lock given back", func() bool {
 			return releasedByOwner(ctx, srv.Client, key)
 		})
 		if d := time.Since(failedAt); d > relTimeout+time.Second {
@@ -151,7 +152,7 @@ func TestS08BoundedCallErrorClass(t *testing.T) {
 	srv := redistest.Start(t)
 	px := newProxy(t, srv.Addr())
 	c := newClient(t, via(srv, px.Addr()), core.WithReleaseTimeout(500*time.Millisecond))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	warmScripts(t, ctx, c, "s08:class")
 	for _, op := range []string{"release", "extend"} {
 		l, err := c.Acquire(ctx, "s08:class:"+op)
@@ -189,7 +190,7 @@ func TestS08RepliesLostRedlock(t *testing.T) {
 		rdbs = append(rdbs, via(s, px.Addr()))
 	}
 	c := newRedlock(t, rdbs, core.WithTTL(ttl), core.WithNodeTimeout(300*time.Millisecond))
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	warmScripts(t, ctx, c, key)
 	var before []int64
 	for _, px := range pxs[1:] {
@@ -202,7 +203,7 @@ func TestS08RepliesLostRedlock(t *testing.T) {
 		done <- err
 	}()
 	for i, px := range pxs[1:] {
-		waitFor(t, 5*time.Second, "the reply dropped", func() bool { return px.Stats().Dropped > before[i] })
+		testkit.WaitFor(t, 5*time.Second, "the reply dropped", func() bool { return px.Stats().Dropped > before[i] })
 		px.DropReplies(false)
 	}
 	err := recv(t, done, 5*time.Second, "the acquire")
@@ -212,7 +213,7 @@ func TestS08RepliesLostRedlock(t *testing.T) {
 	}
 	failedAt := time.Now()
 	for _, s := range srvs {
-		waitFor(t, 3*time.Second, "the give-back on node "+s.Addr(), func() bool {
+		testkit.WaitFor(t, 3*time.Second, "the give-back on node "+s.Addr(), func() bool {
 			return releasedByOwner(ctx, s.Client, key)
 		})
 	}

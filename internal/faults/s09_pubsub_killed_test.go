@@ -10,6 +10,7 @@ import (
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +34,7 @@ func TestS09PubSubKilledWhileWaiting(t *testing.T) {
 			keys := []string{"s09:a", "s09:b", "s09:c"}
 			srv := redistest.Start(t)
 			hist := faults.NewHistory()
-			ctx := ctxT(t, 60*time.Second)
+			ctx := testkit.Context(t, 60*time.Second)
 			holder := newClient(t, srv.NewClient(), core.WithTTL(s09TTL), core.WithOwner("holder"))
 			var px *tcpproxy.Proxy
 			wrdb := srv.NewClient()
@@ -73,15 +74,15 @@ func TestS09PubSubKilledWhileWaiting(t *testing.T) {
 			}
 			// Each waiter was refused, subscribed, and refused again once the
 			// subscription was confirmed: now it waits for a message.
-			waitFor(t, 10*time.Second, "3 waiters subscribed", func() bool { return wobs.counts().contended >= 2*len(keys) })
-			waitFor(t, 10*time.Second, "the channels subscribed on the server", func() bool {
+			testkit.WaitFor(t, 10*time.Second, "3 waiters subscribed", func() bool { return wobs.counts().contended >= 2*len(keys) })
+			testkit.WaitFor(t, 10*time.Second, "the channels subscribed on the server", func() bool {
 				return numsub(t, srv.Client, keys) == len(keys)
 			})
 
 			if viaProxy {
 				px.Pause() // new connections are held: no resubscription
 				px.CutAll()
-				waitFor(t, 10*time.Second, "no subscriber left", func() bool { return numsub(t, srv.Client, keys) == 0 })
+				testkit.WaitFor(t, 10*time.Second, "no subscriber left", func() bool { return numsub(t, srv.Client, keys) == 0 })
 			} else {
 				n, err := srv.Client.ClientKillByFilter(ctx, "TYPE", "pubsub").Result()
 				if err != nil || n < 1 {
@@ -118,7 +119,7 @@ func numsub(t *testing.T, rdb *redis.Client, keys []string) int {
 	for i, k := range keys {
 		chans[i] = "lockkit:v1:c:k:" + k
 	}
-	ctx := ctxT(t, 5*time.Second)
+	ctx := testkit.Context(t, 5*time.Second)
 	m, err := rdb.PubSubNumSub(ctx, chans...).Result()
 	if err != nil {
 		t.Fatal(fmt.Errorf("PUBSUB NUMSUB: %w", err))

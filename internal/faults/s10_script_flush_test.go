@@ -12,6 +12,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/faults"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -49,7 +50,7 @@ func TestS10ScriptFlushMidRun(t *testing.T) {
 			clients := []*core.Client{mk("a"), mk("b")}
 			keys := []string{"s10:x", "s10:y"}
 			hist, res := faults.NewHistory(), faults.NewResource()
-			ctx := ctxT(t, 60*time.Second)
+			ctx := testkit.Context(t, 60*time.Second)
 
 			stop := make(chan struct{})
 			var flushes atomic.Int64
@@ -150,7 +151,7 @@ func (h flushBeforePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook
 // before each EVALSHA+WAIT pipeline.
 func TestS10ReplicaAckNotSkippedOnNoScript(t *testing.T) {
 	p := startReplicated(t)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := testkit.Context(t, 30*time.Second)
 	rdb := p.primary.NewClient()
 	rdb.AddHook(flushBeforePipelines{flush: func() { p.primary.Client.ScriptFlush(ctx) }})
 	c := newClient(t, rdb, core.WithReplicaAck(1, 300*time.Millisecond))

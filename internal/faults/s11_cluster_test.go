@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/faults"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ import (
 func TestS11Cluster(t *testing.T) {
 	const ttl = 3 * time.Second
 	cl := faults.StartCluster(t, 3)
-	ctx := ctxT(t, 90*time.Second)
+	ctx := testkit.Context(t, 90*time.Second)
 	obsA, obsB := newObserver(), newObserver()
 	a := newClient(t, cl.NewClient(), core.WithTTL(ttl), core.WithObserver(obsA), core.WithOwner("a"))
 	b := newClient(t, cl.NewClient(), core.WithTTL(ttl), core.WithObserver(obsB), core.WithOwner("b"))
@@ -80,8 +81,8 @@ func TestS11Cluster(t *testing.T) {
 		}
 		// Every waiter refused twice (the second after its subscription was
 		// confirmed), and every lease renewed at least once.
-		waitFor(t, 20*time.Second, "12 waiters subscribed", func() bool { return obsB.counts().contended >= 2*len(keys) })
-		waitFor(t, 20*time.Second, "each of the 12 leases renewed", func() bool {
+		testkit.WaitFor(t, 20*time.Second, "12 waiters subscribed", func() bool { return obsB.counts().contended >= 2*len(keys) })
+		testkit.WaitFor(t, 20*time.Second, "each of the 12 leases renewed", func() bool {
 			for i, l := range leases {
 				if !l.Until().After(firstUntil[i]) {
 					return false
@@ -167,7 +168,7 @@ func TestS11Cluster(t *testing.T) {
 // masterOf returns the address of the master serving key's slot.
 func masterOf(t *testing.T, cc *redis.ClusterClient, key string) string {
 	t.Helper()
-	ctx := ctxT(t, 5*time.Second)
+	ctx := testkit.Context(t, 5*time.Second)
 	slot, err := cc.ClusterKeySlot(ctx, key).Result()
 	if err != nil {
 		t.Fatal(err)

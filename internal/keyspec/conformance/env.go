@@ -222,18 +222,6 @@ func (r *recorder) await(t *testing.T, limit time.Duration, what string, cond fu
 	}
 }
 
-// waitFor polls cheap state until cond holds or the loose limit passes.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", limit, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // signal is a one-shot event a handler and the test share.
 type signal struct {
 	once sync.Once

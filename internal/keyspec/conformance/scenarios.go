@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 const (
@@ -125,7 +126,7 @@ func Exclusion(t *testing.T, a, b Adapter) {
 	if contended == 0 {
 		t.Error("no acquire ever found the lock held: the requests did not contend, the test proves nothing")
 	}
-	waitFor(t, 5*time.Second, "order:7 free after the last request", func() bool { _, held := e.held("order:7"); return !held })
+	testkit.WaitFor(t, 5*time.Second, "order:7 free after the last request", func() bool { _, held := e.held("order:7"); return !held })
 }
 
 // Parallel: requests for 10 different orders, split across both replicas,
@@ -439,7 +440,7 @@ func ClientHangsUp(t *testing.T, a, b Adapter) {
 	e.reps[1].obs.await(t, 10*time.Second, "the waiter on replica B to find the lock held", func(r *recorder) bool { return r.contended > 0 })
 	proceed.fire()
 	returned.wait(t, 10*time.Second, "the handler to return")
-	waitFor(t, 5*time.Second, "the lock to be free right after the handler returned", func() bool {
+	testkit.WaitFor(t, 5*time.Second, "the lock to be free right after the handler returned", func() bool {
 		hd, held := e.held("order:9")
 		return !held || hd.Token != token.Load()
 	})
@@ -470,7 +471,7 @@ func ClientGoneWhileWaiting(t *testing.T, a, b Adapter) {
 	<-done
 	obs.await(t, 10*time.Second, "the wait to end as cancelled", func(r *recorder) bool { return r.outcomes[core.OutcomeCanceled] == 1 })
 	var rec *writeRec
-	waitFor(t, 5*time.Second, "the server side to see the request", func() bool { rec = e.reps[0].written.get("gone"); return rec != nil })
+	testkit.WaitFor(t, 5*time.Second, "the server side to see the request", func() bool { rec = e.reps[0].written.get("gone"); return rec != nil })
 	select {
 	case <-rec.done:
 	case <-time.After(10 * time.Second):

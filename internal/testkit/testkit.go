@@ -1,0 +1,47 @@
+// Package testkit holds the few helpers every test package of lockkit uses
+// with real redis-server processes (internal/redistest): a Client closed at
+// cleanup, a bounded context, and waiting on cheap local state.
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// Client returns a core.Client on rdb, closed at cleanup. Give each Client
+// its own go-redis client (redistest.Server.NewClient) when it stands for a
+// separate process.
+func Client(t testing.TB, rdb redis.UniversalClient, opts ...core.Option) *core.Client {
+	t.Helper()
+	c, err := core.New(rdb, opts...)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Context is a context ending after d, cancelled at cleanup.
+func Context(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// WaitFor polls cond — cheap local state: a counter, an Observer's record,
+// a queue length — until it holds, failing the test after the loose limit.
+// It is for state no channel announces; await a signal where there is one.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", limit, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
