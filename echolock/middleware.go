@@ -1,7 +1,6 @@
 package echolock
 
 import (
-	"fmt"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -42,21 +41,11 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 	if err := keyspec.Check(m.acq); err != nil {
 		return nil, err
 	}
-	switch {
-	case config.KeyParts != "" && config.KeyFunc != nil:
-		return nil, fmt.Errorf("%w: both KeyParts and KeyFunc set; choose one", keyspec.ErrConfig)
-	case config.KeyFunc != nil:
-		m.key = func(c echo.Context) (string, error) { return keyspec.WholeKey(config.KeyFunc(c)) }
-	case config.KeyParts != "":
-		specs, err := keyspec.Parse(config.KeyParts)
-		if err != nil {
-			return nil, fmt.Errorf("%w: KeyParts: %w", keyspec.ErrConfig, err)
-		}
-		parts := reader.Parts(specs)
-		m.key = func(c echo.Context) (string, error) { return core.BuildKey(c, parts) }
-	default:
-		return nil, fmt.Errorf("%w: no key source; set KeyParts (e.g. \"const:order,param:id\") or KeyFunc", keyspec.ErrConfig)
+	key, err := keyspec.KeySource(config.KeyParts, config.KeyFunc, reader)
+	if err != nil {
+		return nil, err
 	}
+	m.key = key
 	return m.wrap, nil
 }
 

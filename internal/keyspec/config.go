@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockkit/lockkit/core"
+
 	"github.com/lockkit/lockkit/internal/adapt"
 )
 
@@ -29,4 +31,24 @@ func Check(c adapt.Config) error {
 		return fmt.Errorf("%w: ReleaseTimeout must be ≥ 0, got %v", ErrConfig, c.ReleaseTimeout)
 	}
 	return nil
+}
+
+// KeySource resolves echo's two key options into one function: keyParts (a
+// spec such as "const:order,param:id", read with rd) or keyFunc (a whole
+// key, used verbatim). Exactly one must be set.
+func KeySource[R any](keyParts string, keyFunc func(R) (string, error), rd Reader[R]) (func(R) (string, error), error) {
+	switch {
+	case keyParts != "" && keyFunc != nil:
+		return nil, fmt.Errorf("%w: both KeyParts and KeyFunc set; choose one", ErrConfig)
+	case keyFunc != nil:
+		return func(r R) (string, error) { return WholeKey(keyFunc(r)) }, nil
+	case keyParts != "":
+		specs, err := Parse(keyParts)
+		if err != nil {
+			return nil, fmt.Errorf("%w: KeyParts: %w", ErrConfig, err)
+		}
+		parts := rd.Parts(specs)
+		return func(r R) (string, error) { return core.BuildKey(r, parts) }, nil
+	}
+	return nil, fmt.Errorf("%w: no key source; set KeyParts (e.g. \"const:order,param:id\") or KeyFunc", ErrConfig)
 }
