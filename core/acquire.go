@@ -244,17 +244,16 @@ func (a *acquisition) wait() (err error) {
 	}
 	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
 
-	var budget <-chan time.Time
 	// Attempts run in the Observer's context (Redis client spans nest under
-	// the acquire span), bounded by the wait budget too.
+	// the acquire span), bounded by the wait budget too; the same context's
+	// end is the budget's signal (await tells it from the caller's).
+	var budget <-chan struct{}
 	actx := a.octx
 	if !a.budget.IsZero() {
-		t := time.NewTimer(time.Until(a.budget))
-		defer t.Stop()
-		budget = t.C
 		var cancel context.CancelFunc
 		actx, cancel = context.WithDeadline(a.octx, a.budget)
 		defer cancel()
+		budget = actx.Done()
 	}
 	// 1. Wait for our turn in the local queue, or for the lock handed to us.
 	if by, err := a.await(w.turn, nil, nil, budget); err != nil {
@@ -271,13 +270,24 @@ func (a *acquisition) wait() (err error) {
 	// whose failure makes us wait for a message always follows a confirmed
 	// subscription. A reconnect wakes us too: messages may have been lost.
 	var wake chan struct{}
-	fallback := time.NewTimer(time.Hour)
-	defer fallback.Stop()
+	var fallback *time.Timer // made on the first wait: an uncontended acquire needs none
+	defer func() {
+		if fallback != nil {
+			fallback.Stop()
+		}
+	}()
+	arm := func(d time.Duration) <-chan time.Time {
+		if fallback == nil {
+			fallback = time.NewTimer(d)
+		} else {
+			fallback.Reset(d)
+		}
+		return fallback.C
+	}
 	for {
 		if y := c.yieldUntil(a.names.key); time.Until(y) > 0 {
 			// A release was heard by waiters elsewhere: let one of them go first.
-			fallback.Reset(time.Until(y))
-			if by, err := a.await(w.turn, nil, fallback.C, budget); err != nil {
+			if by, err := a.await(w.turn, nil, arm(time.Until(y)), budget); err != nil {
 				return err
 			} else if by == byTurn && a.granted(w) {
 				return nil
@@ -299,8 +309,7 @@ func (a *acquisition) wait() (err error) {
 				return err
 			}
 		}
-		fallback.Reset(c.b.retryDelay(a.last))
-		by, err := a.await(w.turn, wake, fallback.C, budget)
+		by, err := a.await(w.turn, wake, arm(c.b.retryDelay(a.last)), budget)
 		switch {
 		case err != nil:
 			return err
@@ -308,8 +317,7 @@ func (a *acquisition) wait() (err error) {
 			return nil
 		case by == byWake:
 			if j := c.b.jitter(); j > 0 { // Redlock: spread contenders woken together
-				fallback.Reset(j)
-				if _, err := a.await(nil, nil, fallback.C, budget); err != nil {
+				if _, err := a.await(nil, nil, arm(j), budget); err != nil {
 					return err
 				}
 			}
@@ -329,7 +337,7 @@ const (
 // await blocks until turn, wake or timer fires (a nil channel is not
 // listened to), or the acquire is over: ctx ended, the wait budget ran
 // out, or the Client closed, each with its own error.
-func (a *acquisition) await(turn, wake chan struct{}, timer, budget <-chan time.Time) (wokenBy, error) {
+func (a *acquisition) await(turn, wake chan struct{}, timer <-chan time.Time, budget <-chan struct{}) (wokenBy, error) {
 	select {
 	case <-turn:
 		return byTurn, nil
@@ -339,7 +347,10 @@ func (a *acquisition) await(turn, wake chan struct{}, timer, budget <-chan time.
 		return byTimer, nil
 	case <-a.ctx.Done():
 		return 0, a.ctxErr()
-	case <-budget:
+	case <-budget: // the attempt context ended: the budget, or the caller's ctx
+		if ctxEnded(a.ctx) != nil {
+			return 0, a.ctxErr()
+		}
 		return 0, a.timeout()
 	case <-a.c.closing:
 		return 0, ErrClosed

@@ -65,6 +65,9 @@ func (p *primary) run(ctx context.Context, s *redis.Script, keys []string, args 
 	return cmd
 }
 
+// fenceKeepMs is fenceKeep as a script argument, boxed once.
+var fenceKeepMs any = ms(fenceKeep)
+
 func ms(d time.Duration) int64 {
 	m := d.Milliseconds()
 	if m < 1 {
@@ -100,7 +103,7 @@ func parseAcquire(res []any) (acquireReply, error) {
 }
 
 func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
-	v, err := releaseScript.Run(ctx, p.rdb, []string{n.key}, token, n.channel, ms(fenceKeep)).Int64()
+	v, err := releaseScript.Run(ctx, p.rdb, []string{n.key}, token, n.channel, fenceKeepMs).Int64()
 	if err != nil || v < 1 {
 		return false, 0, err
 	}
@@ -175,7 +178,7 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 }
 
 func (p *primary) forceRelease(ctx context.Context, n redisNames) (bool, error) {
-	v, err := forceScript.Run(ctx, p.rdb, []string{n.key}, n.channel, ms(fenceKeep)).Int64()
+	v, err := forceScript.Run(ctx, p.rdb, []string{n.key}, n.channel, fenceKeepMs).Int64()
 	return v == 1, err
 }
 
