@@ -72,10 +72,10 @@ type notifier interface {
 	close()
 }
 
-// waitSub is one subscription held by a local queue.
+// waitSub is one subscription held by a local queue. Whether the server
+// confirmed it is not asked: every (re)confirmation pokes the wake channel,
+// and the waiter attempts again on every poke, so its last failing attempt
+// always follows a confirmation.
 type waitSub interface {
-	// ready reports whether the server(s) confirmed the subscription (for a
-	// quorum: a majority), so a release from now on will be heard.
-	ready() bool
 	unsubscribe()
 }

@@ -101,14 +101,6 @@ func (s *subscription) unsubscribe() {
 	}
 }
 
-// ready reports whether the server confirmed the subscription on the
-// current connection.
-func (s *subscription) ready() bool {
-	s.h.mu.Lock()
-	defer s.h.mu.Unlock()
-	return s.isConfirmed
-}
-
 func (h *hub) kickWriter() {
 	select {
 	case h.kick <- struct{}{}:

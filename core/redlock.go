@@ -357,9 +357,9 @@ func (q *quorum) inspect(ctx context.Context, n redisNames) (Holder, bool, error
 func (q *quorum) notifications() notifier { return q }
 
 // subscribe fans a channel's subscription out to every node's hub, all
-// poking the same wake channel; it is ready when a majority confirmed.
+// poking the same wake channel.
 func (q *quorum) subscribe(channel string, wake chan struct{}) (waitSub, error) {
-	qs := &quorumSub{need: q.need}
+	qs := &quorumSub{}
 	for _, p := range q.nodes {
 		s, err := p.hub.subscribe(channel, wake)
 		if err != nil {
@@ -371,20 +371,7 @@ func (q *quorum) subscribe(channel string, wake chan struct{}) (waitSub, error) 
 	return qs, nil
 }
 
-type quorumSub struct {
-	subs []waitSub
-	need int
-}
-
-func (qs *quorumSub) ready() bool {
-	n := 0
-	for _, s := range qs.subs {
-		if s.ready() {
-			n++
-		}
-	}
-	return n >= qs.need
-}
+type quorumSub struct{ subs []waitSub }
 
 func (qs *quorumSub) unsubscribe() {
 	for _, s := range qs.subs {

@@ -173,24 +173,28 @@ func TestUnaryClientRetryHonoursPushback(t *testing.T) {
 func TestUnaryHandlerContext(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
-	type seen struct{ key, name string }
+	type seen struct {
+		key, name string
+		ttl       time.Duration
+	}
 	got := make(chan seen, 1)
 	svc := &service{keyed: func(ctx context.Context, _ *testpb.KeyedRequest) (*testpb.PayResponse, error) {
 		l, ok := core.LeaseFromContext(ctx)
 		if !ok {
 			return nil, status.Error(codes.FailedPrecondition, "no lease")
 		}
-		got <- seen{l.Key(), l.Name()}
+		got <- seen{l.Key(), l.Name(), l.TTL()}
 		return &testpb.PayResponse{Token: l.Token()}, nil
 	}}
-	cl := serve(t, svc, unary(c))
+	// AcquireOptions reach the lease; ReleaseTimeout is accepted.
+	cl := serve(t, svc, unary(c, grpclock.AcquireOptions(core.TTL(7*time.Second)), grpclock.ReleaseTimeout(time.Second)))
 	resp, err := cl.PayKeyed(testkit.Context(t, 10*time.Second), &testpb.KeyedRequest{OrderId: "42"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := <-got
-	if s.key != "order:42" || s.name != testpb.Test_PayKeyed_FullMethodName {
-		t.Fatalf("lease key %q name %q", s.key, s.name)
+	if s.key != "order:42" || s.name != testpb.Test_PayKeyed_FullMethodName || s.ttl != 7*time.Second {
+		t.Fatalf("lease key %q name %q ttl %v", s.key, s.name, s.ttl)
 	}
 	if resp.GetToken() <= 0 {
 		t.Fatalf("token %d", resp.GetToken())

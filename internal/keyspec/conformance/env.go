@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -239,5 +238,3 @@ func (s *signal) wait(t *testing.T, limit time.Duration, what string) {
 		t.Fatalf("timed out after %v waiting for %s", limit, what)
 	}
 }
-
-func hasPrefix(s, p string) bool { return strings.HasPrefix(s, p) }
