@@ -247,7 +247,7 @@ func TestEngineRunsOnMiniredis(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-res
+	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}

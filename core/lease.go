@@ -164,9 +164,12 @@ func (l *Lease) finish(st leaseState, cause error) bool {
 		l.mu.Unlock()
 		return false
 	}
+	// Cancel before anyone can read the new state: Err and Context().Err()
+	// never disagree. (Cancelling runs no callback of ours synchronously:
+	// derived contexts are plain, AfterFunc callbacks run in goroutines.)
 	l.state = st
-	l.mu.Unlock()
 	l.cancel(cause)
+	l.mu.Unlock()
 	if l.stopOuter != nil {
 		l.stopOuter()
 	}
@@ -324,8 +327,8 @@ func (n *Lease) endWithOuter() {
 		return
 	}
 	n.state = st
+	n.cancel(context.Cause(root.ctx)) // under mu, as in finish
 	n.mu.Unlock()
-	n.cancel(context.Cause(root.ctx))
 }
 
 // leaseCtx is a lease's context: a cancel context carrying the lease, whose

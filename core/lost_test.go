@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
@@ -71,6 +74,8 @@ func TestLostLease(t *testing.T) {
 				t.Fatalf("new token %d not above lost token %d", l2.Token(), l.Token())
 			}
 			_ = l2.Release(ctx)
+			// The Observer hears of the loss just after the context ends.
+			testkit.WaitFor(t, 5*time.Second, "the Observer's Lost", func() bool { _, _, _, lost := rec.snapshot(); return lost >= 1 })
 			if _, _, _, lost := rec.snapshot(); lost != 1 {
 				t.Fatalf("observer saw %d losses", lost)
 			}
@@ -78,32 +83,54 @@ func TestLostLease(t *testing.T) {
 	}
 }
 
-// The lease ends at its local deadline, before the key can expire on the
-// server: the deadline counts from when the acquire was sent, the server's
-// expiry from when it arrived, minus a drift allowance. (NoRenew keeps the
-// server's expiry fixed so it can be read once; renewal uses the same rule.)
-func TestLossSignalledBeforeServerExpiry(t *testing.T) {
+// The local deadline is counted from when a request was sent, the server's
+// expiry from when it arrived, so the deadline is before the expiry however
+// slow the reply. A proxy delays every reply by 300 ms (ten times the
+// drift allowance of a 3 s TTL): a deadline counted from the reply would
+// fall after the server's expiry. Checked for the acquire and for a
+// renewal; then the lease, left without renewals (NoRenew for the first
+// part), ends at its deadline.
+func TestDeadlineCountsFromSendTime(t *testing.T) {
 	srv := redistest.Start(t)
-	c := newClient(t, srv)
-	ctx := testkit.Context(t, 20*time.Second)
-	l, err := c.Acquire(ctx, "lost:2", core.TTL(1500*time.Millisecond), core.NoRenew())
+	p, err := tcpproxy.New(srv.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	expireAt, err := srv.Client.PExpireTime(ctx, "lockkit:v1:k:lost:2").Result()
+	t.Cleanup(func() { _ = p.Close() })
+	p.SetLatency(tcpproxy.Downstream, 300*time.Millisecond)
+	slow := srv.NewClient(func(o *redis.Options) { o.Addr = p.Addr() })
+	c := newClientOn(t, slow)
+	ctx := testkit.Context(t, 30*time.Second)
+	serverExpiry := func(key string) time.Time {
+		t.Helper()
+		at, err := srv.Client.PExpireTime(ctx, "lockkit:v1:k:"+key).Result()
+		if err != nil || at <= 0 {
+			t.Fatalf("PEXPIRETIME %s = %v, %v", key, at, err)
+		}
+		return time.UnixMilli(at.Milliseconds())
+	}
+
+	l, err := c.Acquire(ctx, "deadline:acquire", core.TTL(3*time.Second), core.NoRenew())
 	if err != nil {
 		t.Fatal(err)
 	}
-	serverExpiry := time.UnixMilli(expireAt.Milliseconds())
-	if !l.Until().Before(serverExpiry) {
-		t.Fatalf("local deadline %v not before the server expiry %v", l.Until(), serverExpiry)
+	if exp := serverExpiry("deadline:acquire"); !l.Until().Before(exp) {
+		t.Fatalf("after the acquire: local deadline %v not before the server expiry %v", l.Until(), exp)
 	}
-	<-l.Done()
-	lostAt := time.Now()
+	testkit.Recv(t, l.Done(), 10*time.Second, "the lease's end at its deadline")
 	if !errors.Is(context.Cause(l.Context()), core.ErrLost) {
 		t.Fatalf("cause %v", context.Cause(l.Context()))
 	}
-	if !lostAt.Before(serverExpiry) {
-		t.Fatalf("lease ended at %v, not before the server expiry %v", lostAt.Format(time.StampMicro), serverExpiry.Format(time.StampMicro))
+
+	r, err := c.Acquire(ctx, "deadline:renew", core.TTL(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Release(ctx)
+	first := r.Until()
+	testkit.WaitFor(t, 10*time.Second, "a confirmed renewal", func() bool { return r.Until().After(first) })
+	// The next renewal is a second away: the expiry read now is this renewal's.
+	if exp := serverExpiry("deadline:renew"); !r.Until().Before(exp) {
+		t.Fatalf("after a renewal: local deadline %v not before the server expiry %v", r.Until(), exp)
 	}
 }

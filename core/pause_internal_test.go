@@ -39,7 +39,11 @@ func TestFrozenRenewerNeverRenewsALostLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-frozen // the renewal goroutine is stuck before picking up its batch
+	select { // the renewal goroutine is stuck before picking up its batch
+	case <-frozen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no renewal was due")
+	}
 	select {
 	case <-l.Done():
 	case <-time.After(10 * time.Second):
@@ -50,7 +54,12 @@ func TestFrozenRenewerNeverRenewsALostLease(t *testing.T) {
 	}
 	close(freeze)
 	// Thawed, it drops the lease that is past its deadline: it sends nothing.
-	if n := <-sent; n != 0 {
-		t.Fatalf("the thawed renewer sent %d renewals for a lost lease", n)
+	select {
+	case n := <-sent:
+		if n != 0 {
+			t.Fatalf("the thawed renewer sent %d renewals for a lost lease", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the thawed renewer did not run")
 	}
 }

@@ -196,13 +196,18 @@ func TestRedlockWakeUpByNotification(t *testing.T) {
 	}
 	res := startWaiter(ctx, waiter, "rl:6")
 	testkit.WaitFor(t, 10*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
+	_, before, _, _ := rec.snapshot()
+	time.Sleep(time.Second) // the window in which nothing may happen (an absence has no signal)
+	if _, after, _, _ := rec.snapshot(); after != before {
+		t.Fatalf("the waiter made %d more attempts while the lock stayed held: it polls", after-before)
+	}
 	_ = l.Release(ctx)
-	r := <-res
+	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	_ = r.l.Release(ctx)
-	end := <-rec.endCh
+	end := testkit.Recv(t, rec.endCh, 10*time.Second, "the waiter's AcquireEnd")
 	// contended, contended once the subscriptions were confirmed, acquired:
 	// a few more only if more confirmations arrived in between, never a poll.
 	if end.Outcome != core.OutcomeAcquired || end.Attempts > 5 {

@@ -130,7 +130,11 @@ func TestWaitBudgetVersusContext(t *testing.T) {
 	}
 	defer l.Release(ctx)
 
+	start := time.Now()
 	_, err = c.Acquire(ctx, "w:1", core.Wait(300*time.Millisecond))
+	if took := time.Since(start); took < 300*time.Millisecond || took > 2300*time.Millisecond {
+		t.Fatalf("a 300ms wait budget ended after %v", took)
+	}
 	var na *core.NotAcquiredError
 	if !errors.As(err, &na) || !na.Timeout() || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("budget end = %v, want a timeout NotAcquiredError", err)
@@ -150,7 +154,7 @@ func TestWaitBudgetVersusContext(t *testing.T) {
 	res := startWaiter(cctx, c, "w:1")
 	testkit.WaitFor(t, 5*time.Second, "the waiter to wait", func() bool { _, n, _, _ := rec.snapshot(); return n >= 5 })
 	ccancel()
-	if r := <-res; !errors.Is(r.err, context.Canceled) {
+	if r := testkit.Recv(t, res, 10*time.Second, "the cancelled waiter"); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("ctx cancel = %v, want Canceled", r.err)
 	}
 	ends, _, _, _ := rec.snapshot()
@@ -189,7 +193,11 @@ func TestDo(t *testing.T) {
 		if err := srv.Client.Del(ctx, "lockkit:v1:k:do:1").Err(); err != nil {
 			return err
 		}
-		<-fctx.Done()
+		select {
+		case <-fctx.Done():
+		case <-time.After(10 * time.Second):
+			return errors.New("fn context not cancelled after the key was deleted")
+		}
 		if !errors.Is(context.Cause(fctx), core.ErrLost) {
 			return errors.New("fn context not cancelled with ErrLost")
 		}
@@ -199,11 +207,15 @@ func TestDo(t *testing.T) {
 		t.Fatalf("Do with a lost lease = %v, want boom joined with ErrLost", err)
 	}
 
-	// A panicking fn still releases.
+	// A panicking fn still releases, and the panic goes on to the caller.
+	var recovered any
 	func() {
-		defer func() { _ = recover() }()
+		defer func() { recovered = recover() }()
 		_ = c.Do(ctx, "do:2", func(context.Context) error { panic("x") })
 	}()
+	if recovered != "x" {
+		t.Fatalf("Do swallowed fn's panic (recovered %v)", recovered)
+	}
 	if _, held, _ := c.Inspect(ctx, "do:2"); held {
 		t.Fatal("a panic in fn left the lock held")
 	}
@@ -223,7 +235,7 @@ func TestNoRenew(t *testing.T) {
 	if _, err := other.TryAcquire(ctx, "job:dedupe"); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("duplicate = %v", err)
 	}
-	<-l.Done()
+	testkit.Recv(t, l.Done(), 10*time.Second, "the NoRenew lease's end at its TTL")
 	if !errors.Is(context.Cause(l.Context()), core.ErrLost) {
 		t.Fatalf("cause %v", context.Cause(l.Context()))
 	}
@@ -264,6 +276,8 @@ func TestMaxWaiters(t *testing.T) {
 		select {
 		case a = <-r1:
 		case a = <-r2:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a queued waiter never acquired")
 		}
 		if a.err != nil {
 			t.Fatalf("queued waiter: %v", a.err)
@@ -285,7 +299,7 @@ func TestForceRelease(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("ForceRelease = %v %v", ok, err)
 	}
-	<-l.Done() // the holder learns at its next renewal
+	testkit.Recv(t, l.Done(), 10*time.Second, "the holder learning at its next renewal")
 	if !errors.Is(context.Cause(l.Context()), core.ErrLost) {
 		t.Fatal("holder not told of the forced release")
 	}
@@ -326,10 +340,10 @@ func TestClose(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
-	if r := <-res; !errors.Is(r.err, core.ErrClosed) {
+	if r := testkit.Recv(t, res, 10*time.Second, "the waiter after Close"); !errors.Is(r.err, core.ErrClosed) {
 		t.Fatalf("waiter after Close = %v", r.err)
 	}
-	<-mine.Done()
+	testkit.Recv(t, mine.Done(), 10*time.Second, "the lease's end at Close")
 	if !errors.Is(context.Cause(mine.Context()), core.ErrClosed) || !errors.Is(mine.Err(), core.ErrClosed) {
 		t.Fatalf("lease after Close: cause %v err %v", context.Cause(mine.Context()), mine.Err())
 	}

@@ -29,12 +29,12 @@ func TestSentinelFailoverClient(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-res
+	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
 	_ = r.l.Release(ctx)
-	if end := <-rec.endCh; end.Attempts != 3 {
+	if end := testkit.Recv(t, rec.endCh, 10*time.Second, "the waiter's AcquireEnd"); end.Attempts != 3 {
 		t.Fatalf("waiter took %d attempts, want 3 (woken by the release message)", end.Attempts)
 	}
 }

@@ -27,8 +27,10 @@ type acquired struct {
 
 // A waiter in another Client acquires after the release because of the
 // release message: its attempts are exactly contended, contended after the
-// subscription was confirmed, then the winning one. Polling would show more
-// attempts; the TTL fallback (30s) would not fire within the test's context.
+// subscription was confirmed, then the winning one. The holder keeps the
+// lock for a second after the waiter settled, and the waiter must not try
+// again in that window: anything polling faster than once a second fails
+// here. The TTL fallback (30s) would not fire within the test's context.
 func TestWaiterWokenByReleaseMessage(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := newClient(t, srv)
@@ -45,15 +47,19 @@ func TestWaiterWokenByReleaseMessage(t *testing.T) {
 		_, contended, _, _ := rec.snapshot()
 		return contended >= 2
 	})
+	time.Sleep(time.Second) // the window in which nothing may happen (an absence has no signal)
+	if _, contended, _, _ := rec.snapshot(); contended != 2 {
+		t.Fatalf("the waiter made %d contended attempts while the lock stayed held: it polls", contended)
+	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-res
+	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
 	if r.err != nil {
 		t.Fatalf("waiter: %v", r.err)
 	}
 	defer r.l.Release(ctx)
-	end := <-rec.endCh
+	end := testkit.Recv(t, rec.endCh, 10*time.Second, "the waiter's AcquireEnd")
 	if end.Outcome != core.OutcomeAcquired || end.Attempts != 3 {
 		t.Fatalf("waiter outcome %v after %d attempts, want acquired after 3", end.Outcome, end.Attempts)
 	}
@@ -93,7 +99,7 @@ func TestWaiterSurvivesPubSubKill(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-res
+	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
 	if r.err != nil {
 		t.Fatalf("waiter after pub/sub kill: %v", r.err)
 	}
@@ -123,7 +129,7 @@ func TestWaiterSurvivesLostMessage(t *testing.T) {
 		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
-		r := <-res
+		r := testkit.Recv(t, res, 10*time.Second, "the waiter")
 		if r.err != nil {
 			t.Fatalf("round %d: waiter: %v", i, r.err)
 		}

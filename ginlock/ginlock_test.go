@@ -15,6 +15,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/ginlock"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 func init() { gin.SetMode(gin.TestMode) }
@@ -221,18 +222,18 @@ func TestTimeoutInFront(t *testing.T) {
 		r.Body.Close()
 		res <- r.StatusCode
 	}()
-	token := <-inHandler
-	if code := <-res; code != http.StatusServiceUnavailable {
+	token := testkit.Recv(t, inHandler, 10*time.Second, "inHandler")
+	if code := testkit.Recv(t, res, 10*time.Second, "res"); code != http.StatusServiceUnavailable {
 		t.Fatalf("timeout in front answered %d, want 503", code)
 	}
-	<-ctxDone
+	testkit.Recv(t, ctxDone, 10*time.Second, "ctxDone")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if h, held, err := client.Inspect(ctx, "order:5"); err != nil || !held || h.Token != token {
 		t.Fatalf("after the timeout answered, the running handler's lock: held %v token %d (want %d) %v", held, h.Token, token, err)
 	}
 	close(proceed)
-	<-returned
+	testkit.Recv(t, returned, 10*time.Second, "returned")
 	deadline := time.Now().Add(5 * time.Second) // TTL is 30s: free by release, not expiry
 	for {
 		if _, held, err := client.Inspect(ctx, "order:5"); err == nil && !held {

@@ -118,7 +118,8 @@ func TestServerStreamHoldsLockForLife(t *testing.T) {
 		t.Fatalf("third stream: %v (first token %d)", e, first.GetToken())
 	}
 	var res core.AcquireResult
-	for r := range recC.endCh {
+	for {
+		r := testkit.Recv(t, recC.endCh, 10*time.Second, "recC.endCh")
 		if r.res.Outcome == core.OutcomeAcquired {
 			res = r.res
 			break
@@ -202,7 +203,7 @@ func TestClientStreamKeyedByFirstMessage(t *testing.T) {
 	if err := ua.Send(&testpb.Chunk{Tenant: "acme", Data: []byte("1")}); err != nil {
 		t.Fatal(err)
 	}
-	<-holding
+	testkit.Recv(t, holding, 10*time.Second, "holding")
 
 	ub, err := b.Upload(ctx)
 	if err != nil {
@@ -214,7 +215,7 @@ func TestClientStreamKeyedByFirstMessage(t *testing.T) {
 	_, err = ub.CloseAndRecv()
 	st := wantCode(t, err, codes.Aborted)
 	wantRetryHint(t, st, ub.Trailer(), time.Second)
-	sb := <-seen
+	sb := testkit.Recv(t, seen, 10*time.Second, "seen")
 	if code := status.Code(sb.recvErr); code != codes.Aborted || sb.ctxErr == nil {
 		t.Fatalf("refused handler saw Recv error %v and context error %v", sb.recvErr, sb.ctxErr)
 	}
@@ -226,7 +227,7 @@ func TestClientStreamKeyedByFirstMessage(t *testing.T) {
 	if err != nil || sum.GetChunks() != 2 || sum.GetToken() <= 0 {
 		t.Fatalf("first upload: %v, %v", sum, err)
 	}
-	sa := <-seen
+	sa := testkit.Recv(t, seen, 10*time.Second, "seen")
 	if sa.leaseBefore || sa.leaseKey != "tenant:acme" {
 		t.Fatalf("early context: lease before the first message %v, after %q", sa.leaseBefore, sa.leaseKey)
 	}
@@ -242,7 +243,7 @@ func TestClientStreamKeyedByFirstMessage(t *testing.T) {
 	if !strings.Contains(st.Message(), `field "tenant"`) {
 		t.Fatalf("message %q", st.Message())
 	}
-	<-seen
+	testkit.Recv(t, seen, 10*time.Second, "seen")
 }
 
 // A client stream that ends before any message takes no lock.
@@ -260,7 +261,7 @@ func TestClientStreamEOFBeforeAnyMessage(t *testing.T) {
 	if err != nil || sum.GetChunks() != 0 || sum.GetToken() != 0 {
 		t.Fatalf("empty upload: %v, %v", sum, err)
 	}
-	if s := <-seen; s.leaseKey != "" || s.recvErr != nil {
+	if s := testkit.Recv(t, seen, 10*time.Second, "seen"); s.leaseKey != "" || s.recvErr != nil {
 		t.Fatalf("handler saw %+v", s)
 	}
 	if starts, _, _, _ := rec.counts(); starts != 0 {
@@ -288,7 +289,7 @@ func TestStreamLeaseLost(t *testing.T) {
 		if n, err := srv.Client.Del(ctx, "lockkit:v1:k:account:lost").Result(); err != nil || n != 1 {
 			t.Fatalf("DEL = %d, %v", n, err)
 		}
-		if cause := <-causes; !errors.Is(cause, core.ErrLost) {
+		if cause := testkit.Recv(t, causes, 10*time.Second, "causes"); !errors.Is(cause, core.ErrLost) {
 			t.Fatalf("stream context cause %v, want ErrLost", cause)
 		}
 		_, err = s.Recv()
@@ -320,11 +321,11 @@ func TestStreamLeaseLost(t *testing.T) {
 		if err := u.Send(&testpb.Chunk{Tenant: "lost"}); err != nil {
 			t.Fatal(err)
 		}
-		<-holding
+		testkit.Recv(t, holding, 10*time.Second, "holding")
 		if n, err := srv.Client.Del(ctx, "lockkit:v1:k:tenant:lost").Result(); err != nil || n != 1 {
 			t.Fatalf("DEL = %d, %v", n, err)
 		}
-		if cause := <-causes; !errors.Is(cause, core.ErrLost) {
+		if cause := testkit.Recv(t, causes, 10*time.Second, "causes"); !errors.Is(cause, core.ErrLost) {
 			t.Fatalf("stream context cause %v, want ErrLost", cause)
 		}
 		_, err = u.CloseAndRecv()

@@ -55,7 +55,7 @@ func TestUnaryDifferentOrdersRunInParallel(t *testing.T) {
 		}()
 	}
 	for range n {
-		if err := <-errs; err != nil {
+		if err := testkit.Recv(t, errs, 10*time.Second, "errs"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,24 +144,30 @@ func TestUnaryClientRetryHonoursPushback(t *testing.T) {
 		_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "retry"})
 		first <- err
 	}()
-	<-entered
+	testkit.Recv(t, entered, 10*time.Second, "entered")
 	second := make(chan error, 1)
 	go func() {
 		_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "retry"})
 		second <- err
 	}()
 	// The second call's first attempt is refused; then let the holder go.
-	for e := range rec.endCh {
+	for {
+		e := testkit.Recv(t, rec.endCh, 10*time.Second, "rec.endCh")
 		if e.res.Outcome == core.OutcomeContended {
 			break
 		}
 	}
+	refusedAt := time.Now()
 	close(leave)
-	if err := <-first; err != nil {
+	if err := testkit.Recv(t, first, 10*time.Second, "first"); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-second; err != nil {
+	if err := testkit.Recv(t, second, 10*time.Second, "second"); err != nil {
 		t.Fatalf("retried call: %v", err)
+	}
+	// The client's own backoff is 10ms: only the 300ms pushback makes it wait longer.
+	if waited := time.Since(refusedAt); waited < 250*time.Millisecond {
+		t.Fatalf("the retry came %v after the refusal, before the 300ms pushback", waited)
 	}
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("handler ran %d times, want 2", n)
@@ -192,7 +198,7 @@ func TestUnaryHandlerContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := <-got
+	s := testkit.Recv(t, got, 10*time.Second, "got")
 	if s.key != "order:42" || s.name != testpb.Test_PayKeyed_FullMethodName || s.ttl != 7*time.Second {
 		t.Fatalf("lease key %q name %q ttl %v", s.key, s.name, s.ttl)
 	}
@@ -253,7 +259,7 @@ func TestUnaryKeySourceErrors(t *testing.T) {
 	if _, err := md.Pay(metadata.AppendToOutgoingContext(ctx, "x-tenant", "acme"), &testpb.PayRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if k := <-keyed; k != "tenant:acme" {
+	if k := testkit.Recv(t, keyed, 10*time.Second, "keyed"); k != "tenant:acme" {
 		t.Fatalf("key %q", k)
 	}
 }
@@ -277,14 +283,14 @@ func TestUnaryKeyFromMethod(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.Pay(ctx, &testpb.PayRequest{OrderId: "a"}); first <- err }()
-	<-entered
+	testkit.Recv(t, entered, 10*time.Second, "entered")
 	_, err := cl.Pay(ctx, &testpb.PayRequest{OrderId: "b"})
 	wantCode(t, err, codes.Aborted)
 	close(leave)
-	if err := <-first; err != nil {
+	if err := testkit.Recv(t, first, 10*time.Second, "first"); err != nil {
 		t.Fatal(err)
 	}
-	if k := <-keys; k != testpb.Test_Pay_FullMethodName {
+	if k := testkit.Recv(t, keys, 10*time.Second, "keys"); k != testpb.Test_Pay_FullMethodName {
 		t.Fatalf("key %q, want the full method", k)
 	}
 }
@@ -321,10 +327,10 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "dl"}); first <- err }()
-	<-entered
+	testkit.Recv(t, entered, 10*time.Second, "entered")
 	_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "dl-short"})
 	wantCode(t, err, codes.DeadlineExceeded)
-	if k := <-kinds; k != grpclock.DeadlineExceeded {
+	if k := testkit.Recv(t, kinds, 10*time.Second, "kinds"); k != grpclock.DeadlineExceeded {
 		t.Fatalf("interceptor outcome %v, want deadline_exceeded", k)
 	}
 	// A caller that hangs up while waiting: the interceptor sees Canceled.
@@ -337,11 +343,11 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	})
 	hangUp()
 	wantCode(t, <-waited, codes.Canceled)
-	if k := <-kinds; k != grpclock.Canceled {
+	if k := testkit.Recv(t, kinds, 10*time.Second, "kinds"); k != grpclock.Canceled {
 		t.Fatalf("interceptor outcome %v, want canceled", k)
 	}
 	close(leave)
-	if err := <-first; err != nil {
+	if err := testkit.Recv(t, first, 10*time.Second, "first"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -365,7 +371,7 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "eh"}); first <- err }()
-	<-entered
+	testkit.Recv(t, entered, 10*time.Second, "entered")
 	var trailer metadata.MD
 	_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "eh"}, grpc.Trailer(&trailer))
 	st := wantCode(t, err, codes.ResourceExhausted)
@@ -375,7 +381,7 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 	_, err = cl.PayKeyed(ctx, &testpb.KeyedRequest{})
 	wantCode(t, err, codes.InvalidArgument)
 	close(leave)
-	if err := <-first; err != nil {
+	if err := testkit.Recv(t, first, 10*time.Second, "first"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -441,11 +447,11 @@ func TestUnaryLeaseLost(t *testing.T) {
 	ctx := testkit.Context(t, 20*time.Second)
 	done := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "lost"}); done <- err }()
-	<-entered
+	testkit.Recv(t, entered, 10*time.Second, "entered")
 	if n, err := srv.Client.Del(ctx, "lockkit:v1:k:order:lost").Result(); err != nil || n != 1 {
 		t.Fatalf("DEL = %d, %v", n, err)
 	}
-	if cause := <-causes; !errors.Is(cause, core.ErrLost) {
+	if cause := testkit.Recv(t, causes, 10*time.Second, "causes"); !errors.Is(cause, core.ErrLost) {
 		t.Fatalf("handler ctx cause = %v, want ErrLost", cause)
 	}
 	st := wantCode(t, <-done, codes.Aborted)

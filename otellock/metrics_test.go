@@ -101,7 +101,7 @@ func TestMetrics(t *testing.T) {
 	if err := srv.Client.Del(ctx, "lockkit:v1:k:secret-l").Err(); err != nil {
 		t.Fatal(err)
 	}
-	<-ll.Done()
+	testkit.Recv(t, ll.Done(), 10*time.Second, "ll.Done()")
 	testkit.WaitFor(t, 10*time.Second, "the loss to be counted", func() bool {
 		return sumOf(t, tel.collect(t), otellock.MetricLosses, name("L"), errType("lost")) == 1
 	})

@@ -58,7 +58,7 @@ func TestNoProviderConfigured(t *testing.T) {
 	if err := srv.Client.Del(ctx, "lockkit:v1:k:noop:3").Err(); err != nil {
 		t.Fatal(err)
 	}
-	<-lost.Done()
+	testkit.Recv(t, lost.Done(), 10*time.Second, "lost.Done()")
 	obs.Unlocked(ctx, core.AcquireInfo{Key: "noop:4"}, core.ErrUnavailable)
 }
 

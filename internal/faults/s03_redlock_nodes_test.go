@@ -76,9 +76,14 @@ func TestS03RedlockMinorityDownOrHung(t *testing.T) {
 						t.Errorf("%s: write: %v", who, err)
 					}
 					hd.Released()
+					relStart := time.Now()
 					if err := l.Release(ctx); err != nil {
 						t.Errorf("%s: release with a minority down: %v", who, err)
 						return
+					}
+					// Uncontended: the hung node costs one node timeout, not more.
+					if d := time.Since(relStart); d > s03NodeTimeout+800*time.Millisecond {
+						t.Errorf("%s: release took %v with a node timeout of %v", who, d, s03NodeTimeout)
 					}
 					if d := int64(time.Since(start)); d > slowest.Load() {
 						slowest.Store(d)

@@ -45,3 +45,16 @@ func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Recv receives from ch, failing the test after limit instead of hanging
+// the whole package when what never arrives.
+func Recv[T any](t testing.TB, ch <-chan T, limit time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(limit):
+		t.Fatalf("timed out after %v waiting for %s", limit, what)
+		panic("unreachable")
+	}
+}
