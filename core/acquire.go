@@ -120,7 +120,7 @@ func (c *Client) acquire(ctx context.Context, key string, try bool, opts []Acqui
 	}
 	if err != nil {
 		c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
-			Outcome: outcomeOf(ctx, err), Attempts: a.attempts, Waited: time.Since(a.info.Start), Holder: a.holder, Err: err,
+			Outcome: Classify(ctx, err), Attempts: a.attempts, Waited: time.Since(a.info.Start), Holder: a.holder, Err: err,
 		})
 		return nil, err
 	}
@@ -128,20 +128,6 @@ func (c *Client) acquire(ctx context.Context, key string, try bool, opts []Acqui
 		Outcome: OutcomeAcquired, Attempts: a.attempts, Waited: time.Since(a.info.Start), Token: a.fence,
 	})
 	return a.lease(hctx)
-}
-
-func outcomeOf(ctx context.Context, err error) Outcome {
-	var na *NotAcquiredError
-	switch {
-	case errors.As(err, &na):
-		if na.timeout {
-			return OutcomeTimeout
-		}
-		return OutcomeContended
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return OutcomeCanceled
-	}
-	return OutcomeError
 }
 
 // heldIn returns the lease of this Client on rkey that ctx carries, if any.

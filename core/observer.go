@@ -51,34 +51,6 @@ type AcquireInfo struct {
 	Start    time.Time
 }
 
-// Outcome of an acquire call.
-type Outcome uint8
-
-// Outcomes, as reported to the Observer.
-const (
-	OutcomeAcquired  Outcome = iota + 1 // the caller holds the lock
-	OutcomeContended                    // held by another at the only attempt (NoWait, TryAcquire, MaxWaiters)
-	OutcomeTimeout                      // held by another past the wait budget
-	OutcomeCanceled                     // the caller's context ended first
-	OutcomeError                        // Redis unavailable, client closed, bad input
-)
-
-func (o Outcome) String() string {
-	switch o {
-	case OutcomeAcquired:
-		return "acquired"
-	case OutcomeContended:
-		return "contended"
-	case OutcomeTimeout:
-		return "timeout"
-	case OutcomeCanceled:
-		return "canceled"
-	case OutcomeError:
-		return "error"
-	}
-	return "unknown"
-}
-
 // AcquireResult is the end of one acquire call.
 type AcquireResult struct {
 	Outcome  Outcome

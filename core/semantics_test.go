@@ -158,7 +158,7 @@ func TestWaitBudgetVersusContext(t *testing.T) {
 		t.Fatalf("ctx cancel = %v, want Canceled", r.err)
 	}
 	ends, _, _, _ := rec.snapshot()
-	want := []core.Outcome{core.OutcomeTimeout, core.OutcomeCanceled, core.OutcomeCanceled}
+	want := []core.Outcome{core.OutcomeTimeout, core.OutcomeDeadline, core.OutcomeCanceled}
 	if len(ends) != len(want) {
 		t.Fatalf("%d acquire ends", len(ends))
 	}

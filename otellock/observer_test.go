@@ -64,7 +64,7 @@ func TestHolderMetadata(t *testing.T) {
 	if strings.Contains(meta, "alice") {
 		t.Fatal("baggage stored in the holder metadata")
 	}
-	tel.obs.AcquireEnd(ctx, info, core.AcquireResult{Outcome: core.OutcomeError, Err: core.ErrUnavailable})
+	tel.obs.AcquireEnd(ctx, info, core.AcquireResult{Outcome: core.OutcomeUnavailable, Err: core.ErrUnavailable})
 
 	// A tracestate too long for the limit is left out whole.
 	ts, err := trace.ParseTraceState("a=" + strings.Repeat("x", 250) + ",b=" + strings.Repeat("y", 250) + ",c=" + strings.Repeat("z", 250) + ",d=" + strings.Repeat("w", 250))
@@ -77,7 +77,7 @@ func TestHolderMetadata(t *testing.T) {
 	if len(meta) > core.MaxMetadataLen || !strings.HasPrefix(meta, "traceparent=00-") || strings.Contains(meta, "tracestate") {
 		t.Fatalf("metadata (%d bytes) %.80q...", len(meta), meta)
 	}
-	tel.obs.AcquireEnd(ctx, info, core.AcquireResult{Outcome: core.OutcomeError, Err: core.ErrUnavailable})
+	tel.obs.AcquireEnd(ctx, info, core.AcquireResult{Outcome: core.OutcomeUnavailable, Err: core.ErrUnavailable})
 }
 
 // Events for contexts the observer did not make (another observer's, an

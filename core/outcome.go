@@ -1,0 +1,104 @@
+package core
+
+import (
+	"context"
+	"errors"
+)
+
+// Outcome is how an acquire ended, and, in the adapters, what happened to
+// the request in front of the lock. It is the one taxonomy of lockkit: the
+// Observer reports it, otellock records it, and every adapter maps it to
+// its protocol (httplock to HTTP statuses, grpclock to gRPC codes), so the
+// same failure is the same outcome everywhere.
+type Outcome uint8
+
+// Outcomes. The first seven end an acquire; Unlocked and Lost are reported
+// by adapters about a request.
+const (
+	// OutcomeAcquired: the caller holds the lock.
+	OutcomeAcquired Outcome = iota + 1
+	// OutcomeContended: the lock was seen held at the only attempt (NoWait,
+	// TryAcquire), by a local holder, or the local queue was full
+	// (MaxWaiters). HTTP 409, gRPC Aborted.
+	OutcomeContended
+	// OutcomeTimeout: the lock was seen held and the wait budget ran out.
+	// HTTP 409, gRPC Aborted.
+	OutcomeTimeout
+	// OutcomeCanceled: the caller's context was cancelled (the client went
+	// away). HTTP: nothing written (499 recorded), gRPC Canceled.
+	OutcomeCanceled
+	// OutcomeDeadline: the caller's context's deadline passed. HTTP 503,
+	// gRPC DeadlineExceeded.
+	OutcomeDeadline
+	// OutcomeUnavailable: Redis did not answer within the wait budget or
+	// answered with an error, or the Client is closed. HTTP 503, gRPC
+	// Unavailable; fail-open adapters run the handler (OutcomeUnlocked).
+	OutcomeUnavailable
+	// OutcomeBadKey: the key cannot be taken from the request, the caller's
+	// mistake (ErrInvalidKey). HTTP 400, gRPC InvalidArgument.
+	OutcomeBadKey
+	// OutcomeMisconfigured: the server's mistake (ErrKeyConfig,
+	// ErrInvalidOption, ErrWouldDeadlock). HTTP 500, gRPC Internal.
+	OutcomeMisconfigured
+	// OutcomeUnlocked: Redis was unavailable and a fail-open adapter ran the
+	// handler without the lock.
+	OutcomeUnlocked
+	// OutcomeLost: the lease was lost while the handler ran.
+	OutcomeLost
+)
+
+var outcomeNames = [...]string{
+	OutcomeAcquired:      "acquired",
+	OutcomeContended:     "contended",
+	OutcomeTimeout:       "timeout",
+	OutcomeCanceled:      "canceled",
+	OutcomeDeadline:      "deadline_exceeded",
+	OutcomeUnavailable:   "unavailable",
+	OutcomeBadKey:        "bad_key",
+	OutcomeMisconfigured: "misconfigured",
+	OutcomeUnlocked:      "unlocked",
+	OutcomeLost:          "lost",
+}
+
+// String is the outcome's low-cardinality name, as telemetry records it.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// NotAcquired reports whether the outcome means the lock was seen held
+// (OutcomeContended or OutcomeTimeout): retrying later can work, and a
+// fail-open adapter must not run the handler.
+func (o Outcome) NotAcquired() bool { return o == OutcomeContended || o == OutcomeTimeout }
+
+// Classify tells what an acquire error means for a caller whose context is
+// ctx. Key mistakes come first; then the caller's own context decides
+// Canceled or Deadline (never the error's text); then what was seen: held
+// (Contended, Timeout), a misuse (Misconfigured), and everything else from
+// Redis or a closed Client is Unavailable.
+func Classify(ctx context.Context, err error) Outcome {
+	var na *NotAcquiredError
+	switch {
+	case err == nil:
+		return OutcomeAcquired
+	case errors.Is(err, ErrKeyConfig):
+		return OutcomeMisconfigured
+	case errors.Is(err, ErrInvalidKey):
+		return OutcomeBadKey
+	case ctx != nil && ctx.Err() != nil:
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return OutcomeDeadline
+		}
+		return OutcomeCanceled
+	case errors.As(err, &na):
+		if na.timeout {
+			return OutcomeTimeout
+		}
+		return OutcomeContended
+	case errors.Is(err, ErrInvalidOption), errors.Is(err, ErrWouldDeadlock):
+		return OutcomeMisconfigured
+	}
+	return OutcomeUnavailable
+}
