@@ -60,8 +60,13 @@ type KeyPart[R any] struct {
 	Get func(R) (string, error)
 }
 
-// Const is a literal key part.
+// Const is a literal key part. It panics when s is empty: an empty part
+// would let different resources share a key, and a literal is fixed when
+// the server is configured, so that is where the mistake must surface.
 func Const[R any](s string) KeyPart[R] {
+	if s == "" {
+		panic("lockkit: Const(\"\"): an empty key part would let different resources share a key")
+	}
 	return KeyPart[R]{Source: "const", Name: s, Get: func(R) (string, error) { return s, nil }}
 }
 

@@ -272,7 +272,7 @@ func (l *Lease) endedErr() error {
 // It fails with ErrNotHeld (and the lease is lost) when another owner holds
 // the lock or it expired.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < 10*time.Millisecond {
+	if ttl < MinTTL {
 		return fmt.Errorf("%w: TTL %v is below 10ms", ErrInvalidOption, ttl)
 	}
 	r := l.rootLease()

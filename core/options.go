@@ -12,6 +12,9 @@ const (
 	DefaultTTL            = 30 * time.Second
 	DefaultPrefix         = "lockkit"
 	DefaultReleaseTimeout = 3 * time.Second
+	// MinTTL is the shortest lease TTL the engine accepts: below it a
+	// renewal could not be confirmed before the lease expires.
+	MinTTL = 10 * time.Millisecond
 	// fenceKeep is how long a released lock hash keeps its last fencing token.
 	fenceKeep = 10 * time.Second
 	// pubsubHealth is how often an idle notification connection is pinged.
@@ -163,8 +166,8 @@ func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
 	switch {
 	case a.ttl <= 0:
 		return a, fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, a.ttl)
-	case a.ttl < 10*time.Millisecond:
-		return a, fmt.Errorf("%w: TTL %v is below 10ms", ErrInvalidOption, a.ttl)
+	case a.ttl < MinTTL:
+		return a, fmt.Errorf("%w: TTL %v is below %v", ErrInvalidOption, a.ttl, MinTTL)
 	case a.wait < 0:
 		return a, fmt.Errorf("%w: wait budget must be ≥ 0, got %v", ErrInvalidOption, a.wait)
 	case a.maxWaiters < 0:

@@ -3,6 +3,7 @@ package echo5lock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echo5lock"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
@@ -75,8 +76,8 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mw, err := tc.cfg.ToMiddleware()
-			if mw != nil || !errors.Is(err, keyspec.ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("ToMiddleware = %v, want ErrConfig mentioning %q", err, tc.msg)
+			if mw != nil || !errors.Is(err, core.ErrInvalidOption) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("ToMiddleware = %v, want ErrInvalidOption mentioning %q", err, tc.msg)
 			}
 			defer func() {
 				if r, _ := recover().(string); !strings.HasPrefix(r, "echo5lock: ") || !strings.Contains(r, tc.msg) {
@@ -126,8 +127,9 @@ func TestPassThrough(t *testing.T) {
 	}
 }
 
-// Outcomes reach the app's HTTPErrorHandler as *echo.HTTPError wrapping the
+// Outcomes reach the app's HTTPErrorHandler as *echo5lock.Error wrapping the
 // core error, with Retry-After already set; the middleware never writes.
+// echo's default handler answers them as problem+json.
 func TestOutcomesAreHTTPErrors(t *testing.T) {
 	client := newClient(t)
 	type seen struct {
@@ -167,10 +169,14 @@ func TestOutcomesAreHTTPErrors(t *testing.T) {
 		if w.Code != tc.status || len(got) != i+1 {
 			t.Fatalf("%s: %d (%d errors seen), want %d", tc.target, w.Code, len(got), tc.status)
 		}
-		var he *echo.HTTPError
+		var le *echo5lock.Error
+		var sc echo.HTTPStatusCoder
 		s := got[i]
-		if !errors.As(s.err, &he) || he.Code != tc.status || !errors.Is(s.err, tc.sentinel) {
-			t.Errorf("%s: error %#v, want *echo.HTTPError %d wrapping %v", tc.target, s.err, tc.status, tc.sentinel)
+		if !errors.As(s.err, &le) || !errors.As(s.err, &sc) || sc.StatusCode() != tc.status || !errors.Is(s.err, tc.sentinel) {
+			t.Errorf("%s: error %#v, want *echo5lock.Error %d wrapping %v", tc.target, s.err, tc.status, tc.sentinel)
+		}
+		if ct := w.Header().Get("Content-Type"); ct != "application/problem+json" || !strings.Contains(w.Body.String(), fmt.Sprintf(`"status":%d`, tc.status)) {
+			t.Errorf("%s: default handler answered %q %q, want problem+json", tc.target, ct, w.Body.String())
 		}
 		if s.retryAfter != tc.retryAfter || s.committed {
 			t.Errorf("%s: at the error handler Retry-After %q committed %v", tc.target, s.retryAfter, s.committed)
@@ -242,5 +248,35 @@ func TestKeyFunc(t *testing.T) {
 		if w := serve(e, http.MethodPost, target); w.Code != want.status || !strings.Contains(w.Body.String(), want.body) {
 			t.Errorf("%s: %d %q, want %d %q", target, w.Code, w.Body.String(), want.status, want.body)
 		}
+	}
+}
+
+// The options every adapter shares are accepted or refused as in every
+// other adapter (adapt.OptionCases): ToMiddleware returns the error,
+// NewWithConfig panics with it.
+func TestSharedOptionCases(t *testing.T) {
+	c := offlineClient(t)
+	for _, tc := range adapt.OptionCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
+				ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions}
+			if tc.NoClient {
+				cfg.Client = nil
+			}
+			mw, err := cfg.ToMiddleware()
+			switch {
+			case tc.Err == "" && (err != nil || mw == nil):
+				t.Fatalf("ToMiddleware: %v", err)
+			case tc.Err != "" && (!errors.Is(err, core.ErrInvalidOption) || !strings.Contains(err.Error(), tc.Err)):
+				t.Fatalf("ToMiddleware: %v, want ErrInvalidOption saying %q", err, tc.Err)
+			}
+			defer func() {
+				r, _ := recover().(string)
+				if (tc.Err == "") != (r == "") || !strings.HasPrefix(r, "echo5lock: ") && r != "" {
+					t.Fatalf("NewWithConfig panic %q", r)
+				}
+			}()
+			echo5lock.NewWithConfig(cfg)
+		})
 	}
 }

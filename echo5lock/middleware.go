@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/httplock"
 	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
@@ -27,7 +28,8 @@ func NewWithConfig(config Config) echo.MiddlewareFunc {
 	return mw
 }
 
-// ToMiddleware checks the configuration and returns the middleware.
+// ToMiddleware checks the configuration and returns the middleware. Its
+// errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 	m := &lockMiddleware{
 		cfg: config,
@@ -36,7 +38,7 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 			FailOpen: config.FailOpen, ReleaseTimeout: config.ReleaseTimeout, Options: config.AcquireOptions,
 		},
 	}
-	if err := keyspec.Check(m.acq); err != nil {
+	if err := m.acq.Check(); err != nil {
 		return nil, err
 	}
 	key, err := keyspec.KeySource(config.KeyParts, config.KeyFunc, reader)
@@ -48,7 +50,10 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 }
 
 var reader = keyspec.Reader[*echo.Context]{
-	Param:  func(c *echo.Context, name string) (string, bool) { return c.PathValues().Get(name) },
+	Param: func(c *echo.Context, name string) (string, bool, bool) {
+		v, ok := c.PathValues().Get(name)
+		return v, ok && valuesEscaped(c), ok
+	},
 	Header: func(c *echo.Context, name string) string { return c.Request().Header.Get(name) },
 	Query:  func(c *echo.Context, name string) string { return c.QueryParam(name) },
 	Cookie: func(c *echo.Context, name string) string {
@@ -75,15 +80,17 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		key, err := m.key(c)
 		if err != nil {
-			return m.stop(c, key, adapt.KeyKind(err), err)
+			return m.stop(c, key, core.Classify(nil, err), err)
 		}
 		g := m.acq.Acquire(req.Context(), key, name)
 		if !g.OK() {
-			return m.stop(c, key, g.Kind, g.Err)
+			return m.stop(c, key, g.Outcome, g.Err)
 		}
 		defer func() {
 			c.SetRequest(req)
-			_ = g.Release() // a loss already cancelled the handler's context; the Observer saw both
+			if err := g.Release(); err != nil {
+				m.releaseError(c, err)
+			}
 		}()
 		c.SetRequest(req.WithContext(g.Ctx))
 		if m.cfg.TokenHeader != "" && g.Lease != nil {
@@ -93,10 +100,19 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+func (m *lockMiddleware) releaseError(c *echo.Context, err error) {
+	if m.cfg.ReleaseErrorHandler != nil {
+		m.cfg.ReleaseErrorHandler(c, err)
+		return
+	}
+	c.Logger().Error("echo5lock: lock release", "error", err)
+}
+
 // routed reports whether the request matched a route of its own: echo v5
 // gives a 405 the path of the route it nearly matched, and a group's Use
 // sends unmatched paths through the group's middleware on a catch-all
-// RouteNotFound route; neither is a route to lock.
+// RouteNotFound route; neither is a route to lock. It reads the route the
+// router matched, so it keeps no state.
 func routed(c *echo.Context, path string) bool {
 	if path == "" {
 		return false
@@ -109,24 +125,26 @@ func routed(c *echo.Context, path string) bool {
 	return true
 }
 
-// stop returns the outcome of a request that may not run, never writing it.
-func (m *lockMiddleware) stop(c *echo.Context, key string, k adapt.Kind, cause error) error {
-	a := keyspec.AnswerFor(k, cause, m.cfg.RetryAfter)
+// stop returns the outcome of a request that may not run, never writing
+// it: echo's HTTPErrorHandler does, from the returned *Error.
+func (m *lockMiddleware) stop(c *echo.Context, key string, o core.Outcome, cause error) error {
+	a := httplock.AnswerFor(o, cause, m.cfg.RetryAfter)
 	if a.RetryAfter != "" {
-		c.Response().Header().Set(keyspec.HeaderRetryAfter, a.RetryAfter)
+		c.Response().Header().Set(httplock.HeaderRetryAfter, a.RetryAfter)
 	}
 	switch {
-	case k == adapt.Contended && m.cfg.DenyHandler != nil:
+	case o.NotAcquired() && m.cfg.DenyHandler != nil:
 		return m.cfg.DenyHandler(c, key, cause)
-	case k != adapt.Contended && m.cfg.ErrorHandler != nil:
+	case !o.NotAcquired() && m.cfg.ErrorHandler != nil:
 		return m.cfg.ErrorHandler(c, cause)
-	case k == adapt.ClientGone:
+	case a.Problem == nil:
 		if r, err := echo.UnwrapResponse(c.Response()); err == nil {
 			r.Status = a.Status // nobody to answer: record 499 for the access log
 		}
 		return nil
 	}
-	return echo.NewHTTPError(a.Status, a.Message()).Wrap(cause)
+	a.SetHeaders(c.Response().Header())
+	return &Error{Problem: *a.Problem, Err: cause}
 }
 
 // Lease returns the lease the request holds: false when the middleware did

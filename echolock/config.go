@@ -27,19 +27,24 @@ type Config struct {
 	KeyFunc func(c echo.Context) (string, error)
 
 	// Wait is how long a request waits for a held lock before 409
-	// (0: 10s). The request's own context still bounds it.
+	// (0: 10s; negative: invalid). The request's own context still bounds
+	// it. Wait and NoWait are alternatives: setting both is invalid.
 	Wait time.Duration
 	// NoWait answers 409 at once when the lock is held.
 	NoWait bool
-	// TTL is the lease TTL (0: the Client's). The lease is renewed while the
-	// handler runs; the TTL is how long a crashed replica blocks others.
+	// TTL is the lease TTL (0: the Client's; below core.MinTTL: invalid).
+	// The lease is renewed while the handler runs; the TTL is how long a
+	// crashed replica blocks others.
 	TTL time.Duration
 	// FailOpen runs the handler without the lock when Redis is unavailable
 	// (the Observer's Unlocked is told). Default: fail-closed, 503.
 	FailOpen bool
-	// ReleaseTimeout bounds the release after the handler returned (0: 5s).
+	// ReleaseTimeout bounds the release after the handler returned (0: the
+	// Client's, core.WithReleaseTimeout, 3s by default).
 	ReleaseTimeout time.Duration
-	// AcquireOptions are passed to every acquire (core.Reentrant(), ...).
+	// AcquireOptions are passed to every acquire (core.Reentrant(),
+	// core.MaxWaiters(n), ...). core.Wait, core.NoWait, core.TTL and
+	// core.Name are invalid here: Wait, NoWait and TTL above own them.
 	AcquireOptions []core.AcquireOption
 
 	// RetryAfter gives the Retry-After of 409 and 503 answers (nil: 1s;
@@ -62,4 +67,10 @@ type Config struct {
 	// the client went away (by default nothing is returned then). What it
 	// returns goes to echo.
 	ErrorHandler func(c echo.Context, err error) error
+
+	// ReleaseErrorHandler is told, after the handler returned, when the
+	// lease was lost while the handler ran (err matches core.ErrLost: its
+	// work was not protected to its end) or the release failed. The answer
+	// is already written. Default: c.Logger().Error(err).
+	ReleaseErrorHandler func(c echo.Context, err error)
 }

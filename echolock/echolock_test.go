@@ -14,7 +14,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echolock"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
@@ -75,8 +75,8 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mw, err := tc.cfg.ToMiddleware()
-			if mw != nil || !errors.Is(err, keyspec.ErrConfig) || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("ToMiddleware = %v, want ErrConfig mentioning %q", err, tc.msg)
+			if mw != nil || !errors.Is(err, core.ErrInvalidOption) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("ToMiddleware = %v, want ErrInvalidOption mentioning %q", err, tc.msg)
 			}
 			defer func() {
 				if r, _ := recover().(string); !strings.HasPrefix(r, "echolock: ") || !strings.Contains(r, tc.msg) {
@@ -240,5 +240,35 @@ func TestKeyFunc(t *testing.T) {
 		if w := serve(e, http.MethodPost, target); w.Code != want.status || !strings.Contains(w.Body.String(), want.body) {
 			t.Errorf("%s: %d %q, want %d %q", target, w.Code, w.Body.String(), want.status, want.body)
 		}
+	}
+}
+
+// The options every adapter shares are accepted or refused as in every
+// other adapter (adapt.OptionCases): ToMiddleware returns the error,
+// NewWithConfig panics with it.
+func TestSharedOptionCases(t *testing.T) {
+	c := offlineClient(t)
+	for _, tc := range adapt.OptionCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			cfg := echolock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
+				ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions}
+			if tc.NoClient {
+				cfg.Client = nil
+			}
+			mw, err := cfg.ToMiddleware()
+			switch {
+			case tc.Err == "" && (err != nil || mw == nil):
+				t.Fatalf("ToMiddleware: %v", err)
+			case tc.Err != "" && (!errors.Is(err, core.ErrInvalidOption) || !strings.Contains(err.Error(), tc.Err)):
+				t.Fatalf("ToMiddleware: %v, want ErrInvalidOption saying %q", err, tc.Err)
+			}
+			defer func() {
+				r, _ := recover().(string)
+				if (tc.Err == "") != (r == "") || !strings.HasPrefix(r, "echolock: ") && r != "" {
+					t.Fatalf("NewWithConfig panic %q", r)
+				}
+			}()
+			echolock.NewWithConfig(cfg)
+		})
 	}
 }

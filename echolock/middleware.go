@@ -2,13 +2,12 @@ package echolock
 
 import (
 	"net/http"
-	"reflect"
 	"strconv"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/httplock"
 	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
@@ -29,7 +28,8 @@ func NewWithConfig(config Config) echo.MiddlewareFunc {
 	return mw
 }
 
-// ToMiddleware checks the configuration and returns the middleware.
+// ToMiddleware checks the configuration and returns the middleware. Its
+// errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 	m := &lockMiddleware{
 		cfg: config,
@@ -38,7 +38,7 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 			FailOpen: config.FailOpen, ReleaseTimeout: config.ReleaseTimeout, Options: config.AcquireOptions,
 		},
 	}
-	if err := keyspec.Check(m.acq); err != nil {
+	if err := m.acq.Check(); err != nil {
 		return nil, err
 	}
 	key, err := keyspec.KeySource(config.KeyParts, config.KeyFunc, reader)
@@ -49,17 +49,21 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 	return m.wrap, nil
 }
 
+// reader reads echo v4's request. echo routes on the raw path when the
+// request's path has escapes of its own (URL.RawPath set) and hands its
+// parameters over still escaped: they are decoded once by keyspec.
 var reader = keyspec.Reader[echo.Context]{
-	Param: func(c echo.Context, name string) (string, bool) {
+	Param: func(c echo.Context, name string) (string, bool, bool) {
+		escaped := c.Request().URL.RawPath != ""
 		for i, n := range c.ParamNames() {
 			if n == name {
 				if vs := c.ParamValues(); i < len(vs) {
-					return vs[i], true
+					return vs[i], escaped, true
 				}
-				return "", true
+				return "", false, true
 			}
 		}
-		return "", false
+		return "", false, false
 	},
 	Header: func(c echo.Context, name string) string { return c.Request().Header.Get(name) },
 	Query:  func(c echo.Context, name string) string { return c.QueryParam(name) },
@@ -73,31 +77,32 @@ var reader = keyspec.Reader[echo.Context]{
 }
 
 type lockMiddleware struct {
-	cfg Config
-	acq adapt.Config
-	key func(echo.Context) (string, error)
-
-	notFound sync.Map // "METHOD path" → whether the route is only a catch-all 404
+	cfg    Config
+	acq    adapt.Config
+	key    func(echo.Context) (string, error)
+	routes routeTable
 }
 
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
 		name := c.Path()
-		if req.Method == http.MethodOptions || !m.routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
+		if req.Method == http.MethodOptions || !m.routes.routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
 			return next(c)
 		}
 		key, err := m.key(c)
 		if err != nil {
-			return m.stop(c, key, adapt.KeyKind(err), err)
+			return m.stop(c, key, core.Classify(nil, err), err)
 		}
 		g := m.acq.Acquire(req.Context(), key, name)
 		if !g.OK() {
-			return m.stop(c, key, g.Kind, g.Err)
+			return m.stop(c, key, g.Outcome, g.Err)
 		}
 		defer func() {
 			c.SetRequest(req)
-			_ = g.Release() // a loss already cancelled the handler's context; the Observer saw both
+			if err := g.Release(); err != nil {
+				m.releaseError(c, err)
+			}
 		}()
 		c.SetRequest(req.WithContext(g.Ctx))
 		if m.cfg.TokenHeader != "" && g.Lease != nil {
@@ -107,51 +112,37 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// routed reports whether the request matched a route of its own. echo v4
-// gives a 405 the path of the route it nearly matched, and a group's Use
-// sends unmatched paths through the group's middleware on a catch-all
-// RouteNotFound route: neither is a route to lock.
-func (m *lockMiddleware) routed(c echo.Context, path string) bool {
-	if path == "" {
-		return false
+func (m *lockMiddleware) releaseError(c echo.Context, err error) {
+	if m.cfg.ReleaseErrorHandler != nil {
+		m.cfg.ReleaseErrorHandler(c, err)
+		return
 	}
-	h := reflect.ValueOf(c.Handler()).Pointer()
-	if h == reflect.ValueOf(echo.NotFoundHandler).Pointer() || h == reflect.ValueOf(echo.MethodNotAllowedHandler).Pointer() {
-		return false
-	}
-	id := c.Request().Method + " " + path
-	if v, ok := m.notFound.Load(id); ok {
-		return !v.(bool)
-	}
-	// Once per route template and method: routes are not added while serving.
-	var catchAll, own bool
-	for _, r := range c.Echo().Routes() {
-		if r.Path == path {
-			catchAll = catchAll || r.Method == echo.RouteNotFound
-			own = own || r.Method == c.Request().Method
-		}
-	}
-	nf := catchAll && !own
-	m.notFound.Store(id, nf)
-	return !nf
+	c.Logger().Error(err)
 }
 
-// stop returns the outcome of a request that may not run, never writing it.
-func (m *lockMiddleware) stop(c echo.Context, key string, k adapt.Kind, cause error) error {
-	a := keyspec.AnswerFor(k, cause, m.cfg.RetryAfter)
+// stop returns the outcome of a request that may not run, never writing
+// it: echo's HTTPErrorHandler does. The returned *echo.HTTPError's Message
+// is the problem document (httplock.Problem) and the response's
+// Content-Type is set to application/problem+json beforehand, so echo's
+// default error handler, which keeps a Content-Type already set, answers
+// RFC 9457 problem+json; a custom handler gets the document and the cause
+// (Internal).
+func (m *lockMiddleware) stop(c echo.Context, key string, o core.Outcome, cause error) error {
+	a := httplock.AnswerFor(o, cause, m.cfg.RetryAfter)
 	if a.RetryAfter != "" {
-		c.Response().Header().Set(keyspec.HeaderRetryAfter, a.RetryAfter)
+		c.Response().Header().Set(httplock.HeaderRetryAfter, a.RetryAfter)
 	}
 	switch {
-	case k == adapt.Contended && m.cfg.DenyHandler != nil:
+	case o.NotAcquired() && m.cfg.DenyHandler != nil:
 		return m.cfg.DenyHandler(c, key, cause)
-	case k != adapt.Contended && m.cfg.ErrorHandler != nil:
+	case !o.NotAcquired() && m.cfg.ErrorHandler != nil:
 		return m.cfg.ErrorHandler(c, cause)
-	case k == adapt.ClientGone:
+	case a.Problem == nil:
 		c.Response().Status = a.Status // nobody to answer: record 499 for the access log
 		return nil
 	}
-	return echo.NewHTTPError(a.Status, a.Message()).SetInternal(cause)
+	a.SetHeaders(c.Response().Header())
+	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: cause}
 }
 
 // Lease returns the lease the request holds: false when the middleware did

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/ginlock"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -75,10 +76,6 @@ func TestNewPanicsOnBadConfiguration(t *testing.T) {
 		{"no key source", c, nil, "no key source"},
 		{"empty Key", c, []ginlock.Option{ginlock.Key()}, "at least one part"},
 		{"two key sources", c, []ginlock.Option{key, ginlock.KeyFromRoute()}, "more than one key source"},
-		{"nil client", nil, []ginlock.Option{key}, "no *core.Client"},
-		{"TTL below 10ms", c, []ginlock.Option{key, ginlock.TTL(time.Millisecond)}, "TTL"},
-		{"negative wait", c, []ginlock.Option{key, ginlock.Wait(-time.Second)}, "Wait"},
-		{"NoWait and Wait", c, []ginlock.Option{key, ginlock.Wait(time.Second), ginlock.NoWait()}, "NoWait"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -88,6 +85,45 @@ func TestNewPanicsOnBadConfiguration(t *testing.T) {
 				}
 			}()
 			ginlock.New(tc.client, tc.opts...)
+		})
+	}
+}
+
+// An empty literal part panics where it is written, as in every adapter.
+func TestEmptyConstPanics(t *testing.T) {
+	defer func() {
+		if r, _ := recover().(string); !strings.Contains(r, "empty key part") {
+			t.Fatalf("panic %q", r)
+		}
+	}()
+	ginlock.Const("")
+}
+
+// The options every adapter shares are accepted or refused as in every
+// other adapter (adapt.OptionCases).
+func TestSharedOptionCases(t *testing.T) {
+	c := offlineClient(t)
+	for _, tc := range adapt.OptionCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL),
+				ginlock.ReleaseTimeout(tc.ReleaseTimeout), ginlock.AcquireOptions(tc.AcquireOptions...)}
+			if tc.NoWait {
+				opts = append(opts, ginlock.NoWait())
+			}
+			client := c
+			if tc.NoClient {
+				client = nil
+			}
+			defer func() {
+				r, _ := recover().(string)
+				switch {
+				case tc.Err == "" && r != "":
+					t.Fatalf("panic %q", r)
+				case tc.Err != "" && (!strings.HasPrefix(r, "ginlock: New: ") || !strings.Contains(r, tc.Err)):
+					t.Fatalf("panic %q, want one saying %q", r, tc.Err)
+				}
+			}()
+			ginlock.New(client, opts...)
 		})
 	}
 }

@@ -12,7 +12,10 @@ import (
 type Part = core.KeyPart[*gin.Context]
 
 var reader = keyspec.Reader[*gin.Context]{
-	Param: func(c *gin.Context, name string) (string, bool) { return c.Params.Get(name) },
+	Param: func(c *gin.Context, name string) (string, bool, bool) {
+		v, ok := c.Params.Get(name)
+		return v, ok && paramsEscaped(c), ok
+	},
 	Header: func(c *gin.Context, name string) string {
 		return c.Request.Header.Get(name)
 	},

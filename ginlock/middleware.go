@@ -1,16 +1,13 @@
 package ginlock
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/httplock"
 )
 
 // New returns the lock middleware. It panics, like gin-contrib middleware
@@ -18,7 +15,7 @@ import (
 // source (or more than one: Key and KeyFromRoute are alternatives), and on
 // option values the engine would reject on every request.
 func New(client *core.Client, opts ...Option) gin.HandlerFunc {
-	cfg := config{respond: map[adapt.Kind]Responder{}}
+	cfg := config{respond: map[core.Outcome]Responder{}}
 	cfg.adapt.Client = client
 	for _, o := range opts {
 		o(&cfg)
@@ -31,7 +28,7 @@ func New(client *core.Client, opts ...Option) gin.HandlerFunc {
 	case cfg.key == nil:
 		panic("ginlock: New: ginlock.Key() needs at least one part")
 	}
-	if err := keyspec.Check(cfg.adapt); err != nil {
+	if err := cfg.adapt.Check(); err != nil {
 		panic("ginlock: New: " + err.Error())
 	}
 	m := &middleware{cfg: cfg}
@@ -48,24 +45,23 @@ func (m *middleware) handle(c *gin.Context) {
 	}
 	key, err := m.cfg.key(c)
 	if err != nil {
-		m.stop(c, adapt.KeyKind(err), err)
+		m.stop(c, core.Classify(nil, err), err)
 		return
 	}
 	req := c.Request
 	g := m.cfg.adapt.Acquire(req.Context(), key, name)
 	if !g.OK() {
-		m.stop(c, g.Kind, g.Err)
+		m.stop(c, g.Outcome, g.Err)
 		return
 	}
 	defer func() {
 		c.Request = req
-		relErr := g.Release()
-		switch {
-		case g.Lease != nil && errors.Is(g.Lease.Err(), core.ErrLost):
-			// The lock was lost under the handler: loggers should know.
-			_ = c.Error(fmt.Errorf("ginlock: lock %q lost while the handler ran: %w", key, core.ErrLost))
-		case relErr != nil:
-			_ = c.Error(relErr)
+		if err := g.Release(); err != nil {
+			if m.cfg.onRelease != nil {
+				m.cfg.onRelease(c, err)
+			} else {
+				_ = c.Error(err)
+			}
 		}
 	}()
 	c.Request = req.WithContext(g.Ctx)
@@ -76,18 +72,19 @@ func (m *middleware) handle(c *gin.Context) {
 }
 
 // stop answers a request that may not run and aborts the chain.
-func (m *middleware) stop(c *gin.Context, k adapt.Kind, err error) {
+func (m *middleware) stop(c *gin.Context, o core.Outcome, err error) {
 	_ = c.Error(err)
-	a := keyspec.AnswerFor(k, err, m.cfg.retryAfter)
+	a := httplock.AnswerFor(o, err, m.cfg.retryAfter)
 	if a.RetryAfter != "" {
-		c.Header(keyspec.HeaderRetryAfter, a.RetryAfter)
+		c.Header(httplock.HeaderRetryAfter, a.RetryAfter)
 	}
-	if f := m.cfg.respond[k]; f != nil {
+	switch f := m.cfg.respond[o]; {
+	case f != nil:
 		f(c, err)
-	} else if a.Problem == nil {
+	case a.Problem == nil:
 		c.Status(a.Status) // the client is gone: record the status, write no body
-	} else {
-		c.Data(a.Status, adapt.ProblemContentType, a.Problem.JSON())
+	default:
+		c.Data(a.Status, httplock.ProblemContentType, a.Problem.JSON())
 	}
 	c.Abort()
 }

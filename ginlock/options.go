@@ -26,7 +26,8 @@ type config struct {
 	skipper    func(*gin.Context) bool
 	retryAfter func(error) time.Duration
 	tokenHdr   string
-	respond    map[adapt.Kind]Responder
+	respond    map[core.Outcome]Responder
+	onRelease  func(*gin.Context, error)
 }
 
 // Key builds the lock key from parts, joined by core.BuildKey:
@@ -50,27 +51,32 @@ func KeyFromRoute() Option {
 }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or
-// unset: 10s). The request's own context still bounds it; NoWait does not
-// wait at all.
+// unset: 10s; negative: New panics). The request's own context still
+// bounds it. Wait and NoWait are alternatives: giving both panics.
 func Wait(d time.Duration) Option { return func(c *config) { c.adapt.Wait = d } }
 
-// NoWait answers 409 at once when the lock is held.
+// NoWait answers 409 at once when the lock is held (the request does not
+// queue behind this Client's waiters either).
 func NoWait() Option { return func(c *config) { c.adapt.NoWait = true } }
 
-// TTL sets the lease TTL (default: the Client's); the lease is renewed
-// while the handler runs, so the TTL is only how long a crashed replica
-// blocks others.
+// TTL sets the lease TTL (0: the Client's; below core.MinTTL New panics);
+// the lease is renewed while the handler runs, so the TTL is only how long
+// a crashed replica blocks others.
 func TTL(d time.Duration) Option { return func(c *config) { c.adapt.TTL = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Observer's Unlocked is told); the default is fail-closed (503).
 func FailOpen() Option { return func(c *config) { c.adapt.FailOpen = true } }
 
-// ReleaseTimeout bounds the release after the handler returned (default 5s).
+// ReleaseTimeout bounds the release after the handler returned (0: the
+// Client's, core.WithReleaseTimeout, 3s by default).
 func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.adapt.ReleaseTimeout = d } }
 
 // AcquireOptions passes further core options to every acquire
-// (core.Reentrant(), core.MaxWaiters(n), core.NoRenew(), ...).
+// (core.Reentrant(), core.MaxWaiters(n), core.NoRenew(), ...). The wait
+// budget, NoWait and the TTL are this package's own options: passing
+// core.Wait, core.NoWait, core.TTL or core.Name here makes New panic rather
+// than silently override them.
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.adapt.Options = append(c.adapt.Options, opts...) }
 }
@@ -88,24 +94,32 @@ func RetryAfter(f func(error) time.Duration) Option { return func(c *config) { c
 func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = name } }
 
 // OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
-func OnContended(f Responder) Option { return on(f, adapt.Contended) }
+func OnContended(f Responder) Option { return on(f, core.OutcomeContended, core.OutcomeTimeout) }
 
 // OnUnavailable replaces the 503 answers: Redis unreachable (fail-closed)
 // and the request's deadline passing while it waited.
-func OnUnavailable(f Responder) Option { return on(f, adapt.Unavailable, adapt.Deadline) }
+func OnUnavailable(f Responder) Option { return on(f, core.OutcomeUnavailable, core.OutcomeDeadline) }
 
 // OnBadKey replaces the 400 answer (a key part missing from the request).
-func OnBadKey(f Responder) Option { return on(f, adapt.BadKey) }
+func OnBadKey(f Responder) Option { return on(f, core.OutcomeBadKey) }
 
 // OnError replaces the 500 answer (the server is misconfigured: a Param the
-// route does not have, an invalid core option, a nested lock of the same key).
-func OnError(f Responder) Option { return on(f, adapt.Misconfigured) }
+// route does not have, a nested lock of the same key).
+func OnError(f Responder) Option { return on(f, core.OutcomeMisconfigured) }
 
 // OnClientGone replaces what happens when the client went away while
 // waiting; by default nothing is written and 499 is recorded as the status.
-func OnClientGone(f Responder) Option { return on(f, adapt.ClientGone) }
+func OnClientGone(f Responder) Option { return on(f, core.OutcomeCanceled) }
 
-func on(f Responder, kinds ...adapt.Kind) Option {
+// OnReleaseError is told, after the handler returned, when the lease was
+// lost while the handler ran (err matches core.ErrLost: its work was not
+// protected to its end) or the release failed. The answer is already
+// written. Default: c.Error(err), so gin's logger and otelgin see it.
+func OnReleaseError(f func(c *gin.Context, err error)) Option {
+	return func(c *config) { c.onRelease = f }
+}
+
+func on(f Responder, kinds ...core.Outcome) Option {
 	return func(c *config) {
 		for _, k := range kinds {
 			c.respond[k] = f

@@ -26,7 +26,7 @@ func TestRemainingOptions(t *testing.T) {
 	e := gin.New()
 	tenant := ginlock.Func(func(c *gin.Context) (string, error) { return c.Query("tenant"), nil })
 	e.POST("/func", ginlock.New(client, ginlock.Key(ginlock.Const("t"), tenant),
-		ginlock.AcquireOptions(core.TTL(7*time.Second)), ginlock.ReleaseTimeout(time.Second)),
+		ginlock.TTL(7*time.Second), ginlock.AcquireOptions(core.MaxWaiters(5)), ginlock.ReleaseTimeout(time.Second)),
 		func(c *gin.Context) {
 			l, _ := ginlock.Lease(c)
 			c.String(http.StatusOK, "%s %v", l.Key(), l.TTL())

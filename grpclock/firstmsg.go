@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/adapt"
 )
 
@@ -53,10 +54,10 @@ func (c *config) serveFirstMessage(srv any, ss grpc.ServerStream, info *grpc.Str
 		case rejErr != nil:
 			err = rejErr
 		case g != nil && lostDuring(g, base, err):
-			err = c.reject(base, ss.SetTrailer, &Rejection{Kind: Lost, FullMethod: info.FullMethod, Key: key, Err: err})
+			err = c.reject(base, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
 		}
 		if g != nil {
-			_ = g.Release()
+			c.release(base, info.FullMethod, g)
 		}
 	}()
 	return handler(srv, s)
@@ -105,7 +106,7 @@ func (s *firstMsgStream) setState(st firstState) {
 func (s *firstMsgStream) acquire(m any) error {
 	key, err := s.c.key(&Call{Ctx: s.base, FullMethod: s.method, Msg: m})
 	if err != nil {
-		return s.refuse(&Rejection{Kind: keyErrKind(err), FullMethod: s.method, Err: err})
+		return s.refuse(&Rejection{Outcome: core.Classify(nil, err), FullMethod: s.method, Err: err})
 	}
 	g := s.c.lock.Acquire(s.base, key, s.method)
 	if !g.OK() {
@@ -114,7 +115,7 @@ func (s *firstMsgStream) acquire(m any) error {
 	s.mu.Lock()
 	if s.state != statePending { // the handler already returned (it must not read after that)
 		s.mu.Unlock()
-		_ = g.Release()
+		s.c.release(s.base, s.method, g)
 		return context.Canceled
 	}
 	s.state, s.guard, s.key = stateOpen, g, key

@@ -48,13 +48,9 @@ var (
 	ErrNoKeySource = fmt.Errorf("%w: no key source", ErrMisconfigured)
 )
 
-// Const is a literal part ("order"). It must not be empty.
-func Const(s string) KeyPart {
-	if s == "" {
-		panic("grpclock: Const(\"\"): an empty key part would let different resources share a key")
-	}
-	return core.Const[*Call](s)
-}
+// Const is a literal part ("order"). It panics when empty, as every
+// adapter's Const does.
+func Const(s string) KeyPart { return core.Const[*Call](s) }
 
 // Metadata is the value of an incoming metadata key (case-insensitive, as
 // gRPC lower-cases them). Missing or empty → codes.InvalidArgument; so is a

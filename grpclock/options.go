@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/grpclog"
+
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/adapt"
 )
@@ -21,6 +23,7 @@ type config struct {
 	firstMsg   bool
 	retryAfter func(error) time.Duration
 	onReject   func(context.Context, *Rejection) error
+	onRelease  func(ctx context.Context, fullMethod string, err error)
 	bad        []string // option mistakes, reported by one panic at construction
 }
 
@@ -55,57 +58,43 @@ func KeyFromMethod() Option {
 func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
 
 // Wait sets the wait budget: how long a call waits for a lock held by
-// another before it is answered codes.Aborted (default adapt.DefaultWait,
-// 10s). The call's own deadline still applies.
-func Wait(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.bad = append(c.bad, fmt.Sprintf("Wait must be > 0, got %v (use NoWait to not wait)", d))
-			return
-		}
-		c.lock.Wait, c.lock.NoWait = d, false
-	}
-}
+// another before it is answered codes.Aborted (0: 10s; negative: the
+// interceptor panics). The call's own deadline still applies. Wait and
+// NoWait are alternatives: giving both panics.
+func Wait(d time.Duration) Option { return func(c *config) { c.lock.Wait = d } }
 
 // NoWait answers codes.Aborted at once when the lock is held.
-func NoWait() Option { return func(c *config) { c.lock.NoWait, c.lock.Wait = true, 0 } }
+func NoWait() Option { return func(c *config) { c.lock.NoWait = true } }
 
-// TTL sets the lease TTL of the calls (default: the Client's). The lease is
-// renewed while the handler runs; the TTL is how long a crashed replica keeps
-// the lock.
-func TTL(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.bad = append(c.bad, fmt.Sprintf("TTL must be > 0, got %v", d))
-			return
-		}
-		c.lock.TTL = d
-	}
-}
+// TTL sets the lease TTL of the calls (0: the Client's; below core.MinTTL
+// the interceptor panics). The lease is renewed while the handler runs; the
+// TTL is how long a crashed replica keeps the lock.
+func TTL(d time.Duration) Option { return func(c *config) { c.lock.TTL = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Client's Observer is told through Unlocked). The default is
 // fail-closed: codes.Unavailable.
 func FailOpen() Option { return func(c *config) { c.lock.FailOpen = true } }
 
-// ReleaseTimeout bounds the release after the handler returned (default
-// adapt.DefaultReleaseTimeout, 5s). The release runs on a context detached
-// from the call, so a client that hung up never strands the lock.
-func ReleaseTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d <= 0 {
-			c.bad = append(c.bad, fmt.Sprintf("ReleaseTimeout must be > 0, got %v", d))
-			return
-		}
-		c.lock.ReleaseTimeout = d
-	}
-}
+// ReleaseTimeout bounds the release after the handler returned (0: the
+// Client's, core.WithReleaseTimeout, 3s by default). The release runs on a
+// context detached from the call, so a client that hung up never strands
+// the lock.
+func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.lock.ReleaseTimeout = d } }
 
 // AcquireOptions adds core acquire options (core.Reentrant,
-// core.MaxWaiters, core.NoRenew...) to every acquire. Use this package's
-// Wait, NoWait and TTL for those; the lock's name is the full method.
+// core.MaxWaiters, core.NoRenew...) to every acquire. core.Wait,
+// core.NoWait, core.TTL and core.Name make the interceptor panic: use this
+// package's Wait, NoWait and TTL (the lock's name is the full method).
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.lock.Options = append(c.lock.Options, opts...) }
+}
+
+// OnReleaseError is told, after the handler returned, when the lease was
+// lost while the handler ran (err matches core.ErrLost: its work was not
+// protected to its end) or the release failed. Default: a grpclog warning.
+func OnReleaseError(f func(ctx context.Context, fullMethod string, err error)) Option {
+	return func(c *config) { c.onRelease = f }
 }
 
 // RetryAfter sets the retry hint given with codes.Aborted and
@@ -135,8 +124,8 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	for _, o := range opts {
 		o(c)
 	}
-	if client == nil {
-		c.bad = append(c.bad, "nil *core.Client")
+	if err := c.lock.Check(); err != nil {
+		c.bad = append(c.bad, err.Error())
 	}
 	if stream && !c.firstMsg {
 		if c.parts == nil {
@@ -158,5 +147,19 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	if c.onReject == nil {
 		c.onReject = DefaultErrorHandler
 	}
+	if c.onRelease == nil {
+		c.onRelease = logReleaseError
+	}
 	return c
+}
+
+// release ends a guard's hold and reports a lost lease or a failed release.
+func (c *config) release(ctx context.Context, method string, g *adapt.Guard) {
+	if err := g.Release(); err != nil {
+		c.onRelease(ctx, method, err)
+	}
+}
+
+func logReleaseError(_ context.Context, method string, err error) {
+	grpclog.Warningf("grpclock: %s: %v", method, err)
 }

@@ -18,62 +18,40 @@ import (
 	"github.com/lockkit/lockkit/internal/adapt"
 )
 
-// Kind is why a call was refused (or, for Lost, ended).
-type Kind uint8
-
-// Kinds, with the code DefaultErrorHandler answers.
-const (
-	Contended        Kind = iota + 1 // held by another past the wait budget, or NoWait: Aborted + retry hint
-	Unavailable                      // Redis unreachable, fail-closed: Unavailable + retry hint
-	BadKey                           // the key cannot be taken from the call: InvalidArgument
-	Misconfigured                    // no key source, bad field path, bad acquire option: Internal
-	Canceled                         // the call was cancelled while waiting: Canceled
-	DeadlineExceeded                 // the call's deadline passed while waiting: DeadlineExceeded
-	Lost                             // the lease was lost while the handler ran and it failed: Aborted + retry hint
-)
-
-func (k Kind) String() string {
-	switch k {
-	case Contended:
-		return "contended"
-	case Unavailable:
-		return "unavailable"
-	case BadKey:
-		return "bad_key"
-	case Misconfigured:
-		return "misconfigured"
-	case Canceled:
-		return "canceled"
-	case DeadlineExceeded:
-		return "deadline_exceeded"
-	case Lost:
-		return "lost"
+// Code is the gRPC code of outcome o: the one mapping of lockkit's
+// outcomes to gRPC, used by DefaultErrorHandler. OK for the outcomes that
+// let the handler run.
+func Code(o core.Outcome) codes.Code {
+	switch o {
+	case core.OutcomeAcquired, core.OutcomeUnlocked:
+		return codes.OK
+	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
+		return codes.Aborted
+	case core.OutcomeUnavailable:
+		return codes.Unavailable
+	case core.OutcomeBadKey:
+		return codes.InvalidArgument
+	case core.OutcomeCanceled:
+		return codes.Canceled
+	case core.OutcomeDeadline:
+		return codes.DeadlineExceeded
 	}
-	return "unknown"
+	return codes.Internal
 }
 
-func kindOf(k adapt.Kind) Kind {
-	switch k {
-	case adapt.Contended:
-		return Contended
-	case adapt.BadKey:
-		return BadKey
-	case adapt.Misconfigured:
-		return Misconfigured
-	case adapt.ClientGone:
-		return Canceled
-	case adapt.Deadline:
-		return DeadlineExceeded
-	}
-	return Unavailable
+// retryable reports whether the outcome carries a retry hint.
+func retryableOutcome(o core.Outcome) bool {
+	return o.NotAcquired() || o == core.OutcomeUnavailable || o == core.OutcomeLost
 }
-
-func keyErrKind(err error) Kind { return kindOf(adapt.KeyKind(err)) }
 
 // Rejection describes a call the lock did not let through, for
 // WithErrorHandler.
 type Rejection struct {
-	Kind       Kind
+	// Outcome is why: OutcomeContended or OutcomeTimeout (held by another),
+	// OutcomeUnavailable, OutcomeBadKey, OutcomeMisconfigured,
+	// OutcomeCanceled, OutcomeDeadline, or OutcomeLost (the lease was lost
+	// while the handler ran and the handler failed for it).
+	Outcome    core.Outcome
 	FullMethod string
 	Key        string // "" when the key could not be built
 	// Err is the cause: the key error, the acquire error (a
@@ -81,43 +59,44 @@ type Rejection struct {
 	// when Redis is down), or for Lost the handler's error.
 	Err error
 	// RetryAfter is the hint of the RetryAfter function (default 1s),
-	// set for Contended, Unavailable and Lost.
+	// set for the not-acquired outcomes, Unavailable and Lost.
 	RetryAfter time.Duration
 }
 
-// DefaultErrorHandler is DESIGN.md's table for gRPC:
+// DefaultErrorHandler answers with Code(r.Outcome):
 //
-//	Contended        codes.Aborted, RetryInfo detail (RetryAfter)
-//	Unavailable      codes.Unavailable, RetryInfo detail (RetryAfter)
-//	BadKey           codes.InvalidArgument, naming the missing part
-//	Misconfigured    codes.Internal, saying what is wrong with the server
-//	Canceled         status.FromContextError: codes.Canceled
-//	DeadlineExceeded status.FromContextError: codes.DeadlineExceeded
-//	Lost             codes.Aborted, RetryInfo detail (RetryAfter)
+//	OutcomeContended, OutcomeTimeout  codes.Aborted, RetryInfo detail (RetryAfter)
+//	OutcomeUnavailable                codes.Unavailable, RetryInfo detail (RetryAfter)
+//	OutcomeBadKey                     codes.InvalidArgument, naming the missing part
+//	OutcomeMisconfigured              codes.Internal, saying what is wrong with the server
+//	OutcomeCanceled                   status.FromContextError: codes.Canceled
+//	OutcomeDeadline                   status.FromContextError: codes.DeadlineExceeded
+//	OutcomeLost                       codes.Aborted, RetryInfo detail (RetryAfter)
 //
 // Messages never name the holder (its metadata may be another tenant's).
 // The interceptor adds the grpc-retry-pushback-ms trailer to any answer that
 // carries a RetryInfo detail.
 func DefaultErrorHandler(ctx context.Context, r *Rejection) error {
-	switch r.Kind {
-	case Contended:
-		return retryable(codes.Aborted, "grpclock: the resource is locked by another call; retry later", r.RetryAfter)
-	case Unavailable:
-		return retryable(codes.Unavailable, "grpclock: the lock service is unavailable", r.RetryAfter)
-	case BadKey:
-		return status.Error(codes.InvalidArgument, errText(r.Err))
-	case Misconfigured:
-		return status.Error(codes.Internal, fmt.Sprintf("grpclock: lock interceptor misconfigured for %s: %s", r.FullMethod, strings.TrimPrefix(errText(r.Err), "grpclock: ")))
-	case Canceled, DeadlineExceeded:
+	code := Code(r.Outcome)
+	switch r.Outcome {
+	case core.OutcomeContended, core.OutcomeTimeout:
+		return retryable(code, "grpclock: the resource is locked by another call; retry later", r.RetryAfter)
+	case core.OutcomeUnavailable:
+		return retryable(code, "grpclock: the lock service is unavailable", r.RetryAfter)
+	case core.OutcomeBadKey:
+		return status.Error(code, errText(r.Err))
+	case core.OutcomeMisconfigured:
+		return status.Error(code, fmt.Sprintf("grpclock: lock interceptor misconfigured for %s: %s", r.FullMethod, strings.TrimPrefix(errText(r.Err), "grpclock: ")))
+	case core.OutcomeCanceled, core.OutcomeDeadline:
 		if err := ctx.Err(); err != nil {
 			return status.FromContextError(err).Err()
 		}
-		if r.Kind == Canceled {
-			return status.Error(codes.Canceled, "grpclock: call cancelled while waiting for the lock")
+		if r.Outcome == core.OutcomeCanceled {
+			return status.Error(code, "grpclock: call cancelled while waiting for the lock")
 		}
-		return status.Error(codes.DeadlineExceeded, "grpclock: deadline exceeded while waiting for the lock")
-	case Lost:
-		return retryable(codes.Aborted, "grpclock: the lock was lost while the call ran", r.RetryAfter)
+		return status.Error(code, "grpclock: deadline exceeded while waiting for the lock")
+	case core.OutcomeLost:
+		return retryable(code, "grpclock: the lock was lost while the call ran", r.RetryAfter)
 	}
 	return status.Error(codes.Internal, "grpclock: "+errText(r.Err))
 }
@@ -153,11 +132,8 @@ const PushbackTrailer = "grpc-retry-pushback-ms"
 // reject answers a refused call: the error handler's status, plus the
 // pushback trailer when that status carries a RetryInfo.
 func (c *config) reject(ctx context.Context, setTrailer func(metadata.MD), r *Rejection) error {
-	if r.Kind == Contended || r.Kind == Unavailable || r.Kind == Lost {
-		r.RetryAfter = adapt.DefaultRetryAfter
-		if c.retryAfter != nil {
-			r.RetryAfter = c.retryAfter(r.Err)
-		}
+	if retryableOutcome(r.Outcome) {
+		r.RetryAfter = adapt.RetryHint(c.retryAfter, r.Err)
 	}
 	err := c.onReject(ctx, r)
 	if err == nil {
@@ -184,7 +160,7 @@ func retryDelay(err error) (time.Duration, bool) {
 
 // rejection describes a guard that did not let the call through.
 func rejection(g *adapt.Guard, method, key string) *Rejection {
-	return &Rejection{Kind: kindOf(g.Kind), FullMethod: method, Key: key, Err: g.Err}
+	return &Rejection{Outcome: g.Outcome, FullMethod: method, Key: key, Err: g.Err}
 }
 
 // lostDuring reports whether a handler's failure is the lock's loss: the

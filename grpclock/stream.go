@@ -31,16 +31,16 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 		ctx := ss.Context()
 		key, err := c.key(&Call{Ctx: ctx, FullMethod: info.FullMethod})
 		if err != nil {
-			return c.reject(ctx, ss.SetTrailer, &Rejection{Kind: keyErrKind(err), FullMethod: info.FullMethod, Err: err})
+			return c.reject(ctx, ss.SetTrailer, &Rejection{Outcome: core.Classify(nil, err), FullMethod: info.FullMethod, Err: err})
 		}
 		g := c.lock.Acquire(ctx, key, info.FullMethod)
 		if !g.OK() {
 			return c.reject(ctx, ss.SetTrailer, rejection(g, info.FullMethod, key))
 		}
-		defer func() { _ = g.Release() }()
+		defer c.release(ctx, info.FullMethod, g)
 		err = handler(srv, &boundStream{ServerStream: ss, ctx: g.Ctx})
 		if lostDuring(g, ctx, err) {
-			return c.reject(ctx, ss.SetTrailer, &Rejection{Kind: Lost, FullMethod: info.FullMethod, Key: key, Err: err})
+			return c.reject(ctx, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
 		}
 		return err
 	}

@@ -26,16 +26,16 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
 		key, err := c.key(&Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req})
 		if err != nil {
-			return nil, c.reject(ctx, trailer, &Rejection{Kind: keyErrKind(err), FullMethod: info.FullMethod, Err: err})
+			return nil, c.reject(ctx, trailer, &Rejection{Outcome: core.Classify(nil, err), FullMethod: info.FullMethod, Err: err})
 		}
 		g := c.lock.Acquire(ctx, key, info.FullMethod)
 		if !g.OK() {
 			return nil, c.reject(ctx, trailer, rejection(g, info.FullMethod, key))
 		}
-		defer func() { _ = g.Release() }()
+		defer c.release(ctx, info.FullMethod, g)
 		resp, err := handler(g.Ctx, req)
 		if lostDuring(g, ctx, err) {
-			return nil, c.reject(ctx, trailer, &Rejection{Kind: Lost, FullMethod: info.FullMethod, Key: key, Err: err})
+			return nil, c.reject(ctx, trailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
 		}
 		return resp, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -192,8 +193,8 @@ func TestUnaryHandlerContext(t *testing.T) {
 		got <- seen{l.Key(), l.Name(), l.TTL()}
 		return &testpb.PayResponse{Token: l.Token()}, nil
 	}}
-	// AcquireOptions reach the lease; ReleaseTimeout is accepted.
-	cl := serve(t, svc, unary(c, grpclock.AcquireOptions(core.TTL(7*time.Second)), grpclock.ReleaseTimeout(time.Second)))
+	// TTL reaches the lease; AcquireOptions and ReleaseTimeout are accepted.
+	cl := serve(t, svc, unary(c, grpclock.TTL(7*time.Second), grpclock.AcquireOptions(core.MaxWaiters(5)), grpclock.ReleaseTimeout(time.Second)))
 	resp, err := cl.PayKeyed(testkit.Context(t, 10*time.Second), &testpb.KeyedRequest{OrderId: "42"})
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +305,7 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	rec := newRecorder()
 	c := newClient(t, srv, core.WithObserver(rec))
 	entered, leave := make(chan struct{}), make(chan struct{})
-	kinds := make(chan grpclock.Kind, 1)
+	kinds := make(chan core.Outcome, 1)
 	svc := &service{keyed: func(ctx context.Context, r *testpb.KeyedRequest) (*testpb.PayResponse, error) {
 		close(entered)
 		<-leave
@@ -321,7 +322,7 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	cl := serve(t, svc, grpc.ChainUnaryInterceptor(deadline, grpclock.UnaryServerInterceptor(c, grpclock.Wait(time.Minute),
 		grpclock.Key(grpclock.Const("order"), grpclock.Func("dl", func(*grpclock.Call) (string, error) { return "dl", nil })),
 		grpclock.WithErrorHandler(func(ctx context.Context, r *grpclock.Rejection) error {
-			kinds <- r.Kind
+			kinds <- r.Outcome
 			return grpclock.DefaultErrorHandler(ctx, r)
 		}))))
 	ctx := testkit.Context(t, 20*time.Second)
@@ -330,7 +331,7 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	testkit.Recv(t, entered, 10*time.Second, "entered")
 	_, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "dl-short"})
 	wantCode(t, err, codes.DeadlineExceeded)
-	if k := testkit.Recv(t, kinds, 10*time.Second, "kinds"); k != grpclock.DeadlineExceeded {
+	if k := testkit.Recv(t, kinds, 10*time.Second, "kinds"); k != core.OutcomeDeadline {
 		t.Fatalf("interceptor outcome %v, want deadline_exceeded", k)
 	}
 	// A caller that hangs up while waiting: the interceptor sees Canceled.
@@ -343,7 +344,7 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	})
 	hangUp()
 	wantCode(t, <-waited, codes.Canceled)
-	if k := testkit.Recv(t, kinds, 10*time.Second, "kinds"); k != grpclock.Canceled {
+	if k := testkit.Recv(t, kinds, 10*time.Second, "kinds"); k != core.OutcomeCanceled {
 		t.Fatalf("interceptor outcome %v, want canceled", k)
 	}
 	close(leave)
@@ -363,7 +364,7 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 		return &testpb.PayResponse{}, nil
 	}}
 	cl := serve(t, svc, unary(c, grpclock.NoWait(), grpclock.WithErrorHandler(func(ctx context.Context, r *grpclock.Rejection) error {
-		if r.Kind == grpclock.Contended {
+		if r.Outcome.NotAcquired() {
 			return status.Errorf(codes.ResourceExhausted, "busy: %s", r.Key)
 		}
 		return nil // the default for the rest
@@ -469,14 +470,11 @@ func TestConstructionPanics(t *testing.T) {
 		f    func()
 		want string
 	}{
-		{"nil client", func() { grpclock.UnaryServerInterceptor(nil) }, "nil *core.Client"},
 		{"stream without key source", func() { grpclock.StreamServerInterceptor(c) }, "no key source"},
 		{"stream Field without FromFirstMessage", func() {
 			grpclock.StreamServerInterceptor(c, grpclock.Key(grpclock.Field("tenant")))
 		}, "FromFirstMessage"},
 		{"empty Key", func() { grpclock.UnaryServerInterceptor(c, grpclock.Key()) }, "at least one part"},
-		{"Wait 0", func() { grpclock.UnaryServerInterceptor(c, grpclock.Wait(0)) }, "Wait must be > 0"},
-		{"TTL <0", func() { grpclock.UnaryServerInterceptor(c, grpclock.TTL(-time.Second)) }, "TTL must be > 0"},
 		{"empty Const", func() { grpclock.Const("") }, "empty key part"},
 		{"empty Metadata", func() { grpclock.Metadata("") }, "empty metadata key"},
 		{"bad Field path", func() { grpclock.Field("order..id") }, "empty path segment"},
@@ -490,5 +488,39 @@ func TestConstructionPanics(t *testing.T) {
 			}()
 			tc.f()
 		})
+	}
+}
+
+// The options every adapter shares are accepted or refused as in every
+// other adapter (adapt.OptionCases), by both interceptors.
+func TestSharedOptionCases(t *testing.T) {
+	c := newClient(t, redistest.Start(t))
+	for _, tc := range adapt.OptionCases {
+		opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL),
+			grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
+		if tc.NoWait {
+			opts = append(opts, grpclock.NoWait())
+		}
+		client := c
+		if tc.NoClient {
+			client = nil
+		}
+		for kind, build := range map[string]func(){
+			"UnaryServerInterceptor":  func() { grpclock.UnaryServerInterceptor(client, opts...) },
+			"StreamServerInterceptor": func() { grpclock.StreamServerInterceptor(client, opts...) },
+		} {
+			t.Run(tc.Name+"/"+kind, func(t *testing.T) {
+				defer func() {
+					r, _ := recover().(string)
+					switch {
+					case tc.Err == "" && r != "":
+						t.Fatalf("panic %q", r)
+					case tc.Err != "" && (!strings.HasPrefix(r, "grpclock: "+kind+": ") || !strings.Contains(r, tc.Err)):
+						t.Fatalf("panic %q, want one saying %q", r, tc.Err)
+					}
+				}()
+				build()
+			})
+		}
 	}
 }

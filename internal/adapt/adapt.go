@@ -1,13 +1,15 @@
-// Package adapt is the part of every lock adapter (gin, echo, echo v5, gRPC)
-// that does not depend on the framework: acquire on the request's context,
-// hand the handler a context bound to the lease, release with a detached
-// context, and classify what went wrong. Adapters only add the framework glue
-// (reading key parts, writing the response), so all of them behave the same.
+// Package adapt is the part of every lock adapter (gin, echo, echo v5,
+// net/http, gRPC) that depends on no framework and no protocol: the options
+// they share and their one validation, acquire on the request's context,
+// the handler's context bound to the lease, and the release with a detached
+// context. Outcomes are core.Outcome; httplock maps them to HTTP and
+// grpclock to gRPC. Adapters only add the framework glue (reading key
+// parts, writing the answer), so all of them behave the same.
 package adapt
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
@@ -16,90 +18,26 @@ import (
 // Defaults shared by the adapters.
 const (
 	// DefaultWait is the wait budget of a request when neither Wait nor NoWait
-	// is given: a request should not wait for a lock longer than a client waits
+	// is given (a zero Wait is "not given": echo's zero-value Config must
+	// work): a request should not wait for a lock longer than a client waits
 	// for an answer.
 	DefaultWait = 10 * time.Second
-	// DefaultReleaseTimeout bounds the release after the handler returned.
-	DefaultReleaseTimeout = 5 * time.Second
-	// DefaultRetryAfter is the Retry-After / retry hint of a contended request.
+	// DefaultRetryAfter is the retry hint of a refused request.
 	// The holder's remaining TTL is no guide: renewal keeps it near the full TTL.
 	DefaultRetryAfter = time.Second
 )
 
-// Config is what an adapter needs to guard a handler.
+// Config is what an adapter needs to guard a handler. Every adapter fills
+// it from its own options, under the same names, and validates it with
+// Check.
 type Config struct {
 	Client         *core.Client
 	Wait           time.Duration // 0: DefaultWait (unless NoWait)
 	NoWait         bool
 	TTL            time.Duration // 0: the Client's
 	FailOpen       bool          // run the handler unlocked when Redis is unavailable
-	ReleaseTimeout time.Duration // 0: DefaultReleaseTimeout
+	ReleaseTimeout time.Duration // 0: the Client's (core.WithReleaseTimeout)
 	Options        []core.AcquireOption
-}
-
-// Kind is what happened to a request's acquire.
-type Kind uint8
-
-// Kinds of outcome, in the order of DESIGN.md's table.
-const (
-	Acquired      Kind = iota // the handler runs with the lease
-	Contended                 // held by another past the wait budget, or NoWait: 409 / Aborted
-	Unavailable               // Redis unreachable, fail-closed: 503 / Unavailable
-	Unlocked                  // Redis unreachable, fail-open: the handler runs without the lock
-	BadKey                    // the key cannot be derived from the request: 400 / InvalidArgument
-	Misconfigured             // server-side mistake (bad option, nested lock of the same key): 500 / Internal
-	ClientGone                // the request was cancelled while waiting: write nothing / Canceled
-	Deadline                  // the request's deadline passed while waiting: 503 / DeadlineExceeded
-)
-
-func (k Kind) String() string {
-	return [...]string{"acquired", "contended", "unavailable", "unlocked", "bad_key", "misconfigured", "client_gone", "deadline"}[k]
-}
-
-// Classify tells what an acquire error means for a request. The request's
-// own context decides "client gone" and "deadline", never the error's text.
-func Classify(reqCtx context.Context, err error) Kind {
-	switch {
-	case err == nil:
-		return Acquired
-	case errors.Is(err, core.ErrKeyConfig), errors.Is(err, core.ErrInvalidKey):
-		return KeyKind(err)
-	case reqCtx.Err() != nil:
-		if errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-			return Deadline
-		}
-		return ClientGone
-	case errors.Is(err, core.ErrNotAcquired):
-		return Contended
-	case errors.Is(err, core.ErrInvalidOption), errors.Is(err, core.ErrWouldDeadlock):
-		return Misconfigured
-	}
-	return Unavailable // ErrUnavailable, ErrClosed, anything unexpected from Redis
-}
-
-// KeyKind classifies an error from building a request's key:
-// Misconfigured for the server's mistake (core.ErrKeyConfig), BadKey for
-// the caller's (a missing or empty part, an unreadable value).
-func KeyKind(err error) Kind {
-	if errors.Is(err, core.ErrKeyConfig) {
-		return Misconfigured
-	}
-	return BadKey
-}
-
-// HTTPStatus is the status DESIGN.md gives each kind (0: write nothing).
-func (k Kind) HTTPStatus() int {
-	switch k {
-	case Contended:
-		return 409
-	case Unavailable, Deadline:
-		return 503
-	case BadKey:
-		return 400
-	case Misconfigured:
-		return 500
-	}
-	return 0
 }
 
 // Guard is one request's hold on a lock.
@@ -110,23 +48,28 @@ type Guard struct {
 	// the Observer's hold span), cancelled when the request ends or the lease
 	// is lost (context.Cause ErrLost).
 	Ctx context.Context
-	// Kind is Acquired or Unlocked when the handler may run; otherwise the
-	// outcome to answer with, and Err the acquire error.
-	Kind Kind
-	Err  error
+	// Outcome is OutcomeAcquired or OutcomeUnlocked when the handler may
+	// run; otherwise the outcome to answer with, and Err the acquire error.
+	Outcome core.Outcome
+	Err     error
 
+	key     string
 	reqCtx  context.Context
 	stop    context.CancelFunc
 	timeout time.Duration
 }
 
 // OK reports whether the handler may run.
-func (g *Guard) OK() bool { return g.Kind == Acquired || g.Kind == Unlocked }
+func (g *Guard) OK() bool {
+	return g.Outcome == core.OutcomeAcquired || g.Outcome == core.OutcomeUnlocked
+}
 
 // Acquire waits for key on reqCtx. name is the telemetry name (route
-// template, RPC full method), never part of the key.
+// template, RPC full method), never part of the key. c must have passed
+// Check.
 func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
-	opts := make([]core.AcquireOption, 0, 4+len(c.Options))
+	opts := make([]core.AcquireOption, 0, 3+len(c.Options))
+	opts = append(opts, c.Options...)
 	opts = append(opts, core.Name(name))
 	switch {
 	case c.NoWait:
@@ -139,19 +82,17 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 	if c.TTL > 0 {
 		opts = append(opts, core.TTL(c.TTL))
 	}
-	opts = append(opts, c.Options...)
-	g := &Guard{reqCtx: reqCtx, timeout: c.ReleaseTimeout}
-	if g.timeout <= 0 {
-		g.timeout = DefaultReleaseTimeout
-	}
+	g := &Guard{key: key, reqCtx: reqCtx, timeout: c.ReleaseTimeout}
 	l, err := c.Client.Acquire(reqCtx, key, opts...)
-	g.Kind, g.Err = Classify(reqCtx, err), err
+	g.Outcome, g.Err = core.Classify(reqCtx, err), err
 	switch {
-	case g.Kind == Acquired:
+	case g.Outcome == core.OutcomeAcquired:
 		g.Lease = l
 		g.Ctx, g.stop = l.Bind(reqCtx)
-	case g.Kind == Unavailable && c.FailOpen:
-		g.Kind = Unlocked
+	case g.Outcome == core.OutcomeUnavailable && c.FailOpen:
+		// Only a Redis that did not answer (or a closed Client) runs the
+		// handler unlocked: never a lock seen held, never an ended request.
+		g.Outcome = core.OutcomeUnlocked
 		g.Ctx = reqCtx
 		c.Client.Observer().Unlocked(reqCtx, core.AcquireInfo{Key: key, Name: name, Start: time.Now()}, err)
 	}
@@ -159,29 +100,38 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 }
 
 // Release ends the hold: the handler's context is cancelled and the lock
-// released with a context detached from the request (plus a timeout), so a
-// client that hung up or a handler that panicked never strands the lock.
-// Call it in a defer right after a successful Acquire; it is a no-op when
-// nothing is held. It returns the release error (ErrNotHeld after a loss).
+// released with a context detached from the request (bounded by
+// ReleaseTimeout, or the Client's release timeout), so a client that hung
+// up or a handler that panicked never strands the lock. Call it in a defer
+// right after a successful Acquire; it is a no-op when nothing is held.
+//
+// It returns what the adapter reports through its release-error hook: an
+// error matching core.ErrLost when the lease was lost while the handler
+// ran (the handler's work was not protected to its end), otherwise the
+// release error, or nil.
 func (g *Guard) Release() error {
 	if g.Lease == nil {
 		return nil
 	}
 	g.stop()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(g.reqCtx), g.timeout)
-	defer cancel()
-	return g.Lease.Release(ctx)
+	ctx := context.WithoutCancel(g.reqCtx)
+	if g.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+	}
+	err := g.Lease.Release(ctx)
+	if isLost(g.Lease.Err()) {
+		return fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", g.key, core.ErrLost)
+	}
+	return err
 }
 
-// RetryAfter returns f(err) or DefaultRetryAfter, rounded up to whole
-// seconds (the HTTP header's unit), at least 1.
-func RetryAfter(f func(error) time.Duration, err error) time.Duration {
+// RetryHint is f(err), or DefaultRetryAfter when f is nil; never negative.
+func RetryHint(f func(error) time.Duration, err error) time.Duration {
 	d := DefaultRetryAfter
 	if f != nil {
 		d = f(err)
 	}
-	if d < time.Second {
-		return time.Second
-	}
-	return (d + time.Second - 1).Truncate(time.Second)
+	return max(d, 0)
 }

@@ -1,51 +1,44 @@
 package adapt
 
 import (
-	"context"
-	"fmt"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
 )
 
-func TestClassify(t *testing.T) {
-	live := context.Background()
-	gone, cancel := context.WithCancel(live)
-	cancel()
-	late, cancel2 := context.WithDeadline(live, time.Now().Add(-time.Second))
-	defer cancel2()
-	for _, tc := range []struct {
-		ctx  context.Context
-		err  error
-		want Kind
-	}{
-		{live, nil, Acquired},
-		{live, &core.NotAcquiredError{Key: "k"}, Contended},
-		{live, fmt.Errorf("x: %w", core.ErrUnavailable), Unavailable},
-		{live, core.ErrClosed, Unavailable},
-		{live, &core.KeyPartError{Source: "header", Name: "X-Tenant", Reason: "missing"}, BadKey},
-		{live, core.ErrInvalidOption, Misconfigured},
-		{live, core.ErrWouldDeadlock, Misconfigured},
-		{gone, fmt.Errorf("w: %w", context.Canceled), ClientGone},
-		{gone, &core.NotAcquiredError{}, ClientGone},
-		{late, fmt.Errorf("w: %w", context.DeadlineExceeded), Deadline},
-		{gone, core.ErrInvalidKey, BadKey},
-	} {
-		if got := Classify(tc.ctx, tc.err); got != tc.want {
-			t.Errorf("Classify(%v) = %v, want %v", tc.err, got, tc.want)
+// Check itself on the shared cases; every adapter runs them through its own
+// constructor too.
+func TestCheck(t *testing.T) {
+	c := &core.Client{} // never used: Check only looks at the fields
+	for _, tc := range OptionCases {
+		cfg := Config{Client: c, Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, ReleaseTimeout: tc.ReleaseTimeout, Options: tc.AcquireOptions}
+		if tc.NoClient {
+			cfg.Client = nil
+		}
+		err := cfg.Check()
+		switch {
+		case tc.Err == "" && err != nil:
+			t.Errorf("%s: %v", tc.Name, err)
+		case tc.Err != "" && (!errors.Is(err, core.ErrInvalidOption) || !strings.Contains(err.Error(), tc.Err)):
+			t.Errorf("%s: %v, want ErrInvalidOption mentioning %q", tc.Name, err, tc.Err)
 		}
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	if d := RetryAfter(nil, nil); d != time.Second {
-		t.Fatal(d)
-	}
-	if d := RetryAfter(func(error) time.Duration { return 1500 * time.Millisecond }, nil); d != 2*time.Second {
-		t.Fatal(d)
-	}
-	if d := RetryAfter(func(error) time.Duration { return 0 }, nil); d != time.Second {
-		t.Fatal(d)
+func TestRetryHint(t *testing.T) {
+	for _, tc := range []struct {
+		f    func(error) time.Duration
+		want time.Duration
+	}{
+		{nil, time.Second},
+		{func(error) time.Duration { return 1500 * time.Millisecond }, 1500 * time.Millisecond},
+		{func(error) time.Duration { return -time.Second }, 0},
+	} {
+		if got := RetryHint(tc.f, nil); got != tc.want {
+			t.Errorf("RetryHint = %v, want %v", got, tc.want)
+		}
 	}
 }

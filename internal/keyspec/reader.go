@@ -16,9 +16,11 @@ var ErrNoRouteParam = fmt.Errorf("%w: the matched route has no such path paramet
 // it once; Part turns specs into core.KeyPart[R] so every adapter reads
 // each source the same way.
 type Reader[R any] struct {
-	// Param returns the path parameter name; ok is false when the matched
-	// route has no such parameter.
-	Param func(r R, name string) (value string, ok bool)
+	// Param returns the path parameter name as the framework holds it;
+	// escaped says the value is still percent-encoded (the framework routed
+	// on the raw path and did not decode it), so PathValue decodes it once.
+	// ok is false when the matched route has no such parameter.
+	Param func(r R, name string) (value string, escaped, ok bool)
 	// Header, Query and Cookie return the first value, "" when absent.
 	Header func(r R, name string) string
 	Query  func(r R, name string) string
@@ -35,11 +37,11 @@ func (rd Reader[R]) Part(s Spec) core.KeyPart[R] {
 		return core.Const[R](s.Name)
 	case Param:
 		p.Get = func(r R) (string, error) {
-			v, ok := rd.Param(r, name)
+			v, escaped, ok := rd.Param(r, name)
 			if !ok {
 				return "", fmt.Errorf("%w: %q", ErrNoRouteParam, name)
 			}
-			return v, nil
+			return PathValue(v, escaped)
 		}
 	case Header:
 		p.Get = func(r R) (string, error) { return rd.Header(r, name), nil }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
@@ -16,9 +15,9 @@ import (
 type req map[string]string
 
 var rd = keyspec.Reader[req]{
-	Param: func(r req, n string) (string, bool) {
+	Param: func(r req, n string) (string, bool, bool) {
 		v, ok := r["param:"+n]
-		return v, ok
+		return v, false, ok
 	},
 	Header: func(r req, n string) string { return r["header:"+n] },
 	Query:  func(r req, n string) string { return r["query:"+n] },
@@ -49,18 +48,18 @@ func TestReaderErrors(t *testing.T) {
 	r := req{"param:id": "", "header:X-Tenant": "acme"}
 	for _, tc := range []struct {
 		spec string
-		kind adapt.Kind
+		kind core.Outcome
 		msg  string
 	}{
-		{"const:order,param:id", adapt.BadKey, `param "id" is missing or empty`},
-		{"const:order,header:X-Other", adapt.BadKey, `header "X-Other"`},
-		{"const:order,param:nope", adapt.Misconfigured, "no such path parameter"},
+		{"const:order,param:id", core.OutcomeBadKey, `param "id" is missing or empty`},
+		{"const:order,header:X-Other", core.OutcomeBadKey, `header "X-Other"`},
+		{"const:order,param:nope", core.OutcomeMisconfigured, "no such path parameter"},
 	} {
 		_, err := build(t, tc.spec, r)
 		// The caller's mistake is ErrInvalidKey; the server's is ErrKeyConfig, never both.
 		bad, conf := errors.Is(err, core.ErrInvalidKey), errors.Is(err, core.ErrKeyConfig)
-		if bad == conf || adapt.KeyKind(err) != tc.kind || adapt.Classify(context.Background(), err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: err %v (invalid key %v, key config %v) kind %v, want %v mentioning %q", tc.spec, err, bad, conf, adapt.KeyKind(err), tc.kind, tc.msg)
+		if bad == conf || core.Classify(context.Background(), err) != tc.kind || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("%s: err %v (invalid key %v, key config %v) kind %v, want %v mentioning %q", tc.spec, err, bad, conf, core.Classify(nil, err), tc.kind, tc.msg)
 		}
 	}
 }
@@ -70,7 +69,7 @@ func TestWholeKey(t *testing.T) {
 		t.Errorf("WholeKey = %q, %v; want verbatim", k, err)
 	}
 	for _, err := range []error{nil, errors.New("no body")} {
-		if _, got := keyspec.WholeKey("", err); !errors.Is(got, core.ErrInvalidKey) || adapt.KeyKind(got) != adapt.BadKey {
+		if _, got := keyspec.WholeKey("", err); !errors.Is(got, core.ErrInvalidKey) || core.Classify(nil, got) != core.OutcomeBadKey {
 			t.Errorf("WholeKey(\"\", %v) = %v, want a bad key", err, got)
 		}
 	}

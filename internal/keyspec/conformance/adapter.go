@@ -43,15 +43,12 @@ type Handler func(w http.ResponseWriter, r *http.Request, lease *core.Lease, ok 
 // Adapter builds one replica's HTTP handler serving routes with one
 // framework and its lock adapter.
 type Adapter struct {
-	Name string
-	// ProblemJSON: the adapter writes its answers itself as
-	// application/problem+json (gin); echo's go to the HTTPErrorHandler.
-	ProblemJSON bool
-	Build       func(t testing.TB, client *core.Client, routes ...Route) http.Handler
+	Name  string
+	Build func(t testing.TB, client *core.Client, routes ...Route) http.Handler
 }
 
 // Gin serves routes with gin (Recovery in front) and ginlock.
-var Gin = Adapter{Name: "gin", ProblemJSON: true, Build: buildGin}
+var Gin = Adapter{Name: "gin", Build: buildGin}
 
 // Echo serves routes with echo v4 (Recover in front) and echolock.
 var Echo = Adapter{Name: "echo", Build: buildEcho}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/httplock"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
 
@@ -170,20 +170,17 @@ func ok2(w http.ResponseWriter, body string) {
 	_, _ = w.Write([]byte(body))
 }
 
-// checkProblem checks the body of an answer: problem+json with the status
-// when the adapter writes it, else echo's HTTPError JSON ({"message": ...}).
-func checkProblem(t *testing.T, a Adapter, r response, status int, detail string) {
+// checkProblem checks the body of an answer: RFC 9457 problem+json with
+// the status, on every adapter under the framework's default error
+// handling.
+func checkProblem(t *testing.T, _ Adapter, r response, status int, detail string) {
 	t.Helper()
-	if a.ProblemJSON {
-		if ct := r.header.Get("Content-Type"); ct != adapt.ProblemContentType {
-			t.Errorf("Content-Type = %q, want %q", ct, adapt.ProblemContentType)
-		}
-		var p adapt.Problem
-		if err := json.Unmarshal([]byte(r.body), &p); err != nil || p.Status != status || p.Title == "" {
-			t.Errorf("problem body %q (%v), want status %d", r.body, err, status)
-		}
-	} else if !strings.Contains(r.body, `"message"`) {
-		t.Errorf("body %q is not echo's HTTPError JSON", r.body)
+	if ct := r.header.Get("Content-Type"); ct != httplock.ProblemContentType {
+		t.Errorf("Content-Type = %q, want %q", ct, httplock.ProblemContentType)
+	}
+	var p httplock.Problem
+	if err := json.Unmarshal([]byte(r.body), &p); err != nil || p.Status != status || p.Title == "" || p.Type == "" {
+		t.Errorf("problem body %q (%v), want status %d", r.body, err, status)
 	}
 	if detail != "" && !strings.Contains(r.body, detail) {
 		t.Errorf("body %q does not mention %q", r.body, detail)

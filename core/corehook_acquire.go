@@ -1,0 +1,21 @@
+package core
+
+import "github.com/lockkit/lockkit/internal/corehook"
+
+func init() { corehook.AcquireSettings = acquireSettings }
+
+// acquireSettings applies opts to two different baselines: a setting an
+// option touches differs from at least one of them.
+func acquireSettings(v any) (wait, noWait, ttl, name bool) {
+	opts, _ := v.([]AcquireOption)
+	a := acquireConfig{wait: -1, ttl: -1, name: "\x00a"}
+	b := acquireConfig{wait: -2, noWait: true, ttl: -2, name: "\x00b"}
+	for _, o := range opts {
+		o(&a)
+		o(&b)
+	}
+	return a.wait != -1 || b.wait != -2 || a.noWait || !b.noWait,
+		a.noWait || !b.noWait,
+		a.ttl != -1 || b.ttl != -2,
+		a.name != "\x00a" || b.name != "\x00b"
+}

@@ -1,0 +1,45 @@
+package adapt
+
+import (
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// OptionCase is one configuration of the options every adapter shares, and
+// what Check says of it. Each adapter's tests run every case through its own
+// constructor (ginlock.New, echolock's ToMiddleware, grpclock's
+// interceptors...), so the same option is accepted or refused, with the
+// same message, everywhere.
+type OptionCase struct {
+	Name           string
+	NoClient       bool
+	Wait           time.Duration
+	NoWait         bool
+	TTL            time.Duration
+	ReleaseTimeout time.Duration
+	AcquireOptions []core.AcquireOption
+	// Err is a substring of the construction error; "" when valid.
+	Err string
+}
+
+// OptionCases are the shared cases.
+var OptionCases = []OptionCase{
+	{Name: "defaults"},
+	{Name: "zero wait is the default budget", Wait: 0},
+	{Name: "wait", Wait: time.Second},
+	{Name: "no wait", NoWait: true},
+	{Name: "ttl at the minimum", TTL: core.MinTTL},
+	{Name: "release timeout", ReleaseTimeout: time.Second},
+	{Name: "other acquire options", AcquireOptions: []core.AcquireOption{core.Reentrant(), core.MaxWaiters(3), core.NoRenew()}},
+	{Name: "no client", NoClient: true, Err: "no *core.Client"},
+	{Name: "negative wait", Wait: -time.Second, Err: "Wait must be ≥ 0"},
+	{Name: "no wait and wait", NoWait: true, Wait: time.Second, Err: "both NoWait and Wait"},
+	{Name: "ttl below the minimum", TTL: 5 * time.Millisecond, Err: "TTL must be 0"},
+	{Name: "negative ttl", TTL: -time.Second, Err: "TTL must be 0"},
+	{Name: "negative release timeout", ReleaseTimeout: -time.Second, Err: "ReleaseTimeout must be ≥ 0"},
+	{Name: "core.Wait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Wait(time.Second)}, Err: "AcquireOptions may not carry"},
+	{Name: "core.NoWait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.NoWait()}, Err: "AcquireOptions may not carry"},
+	{Name: "core.TTL in AcquireOptions", AcquireOptions: []core.AcquireOption{core.TTL(time.Second)}, Err: "AcquireOptions may not carry"},
+	{Name: "core.Name in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Name("x")}, Err: "AcquireOptions may not carry"},
+}

@@ -1,0 +1,12 @@
+// Package corehook carries what core shares with lockkit's own adapters and
+// tests but not with users. core sets these variables in its init; this
+// package imports nothing of lockkit, so core can import it.
+package corehook
+
+// AcquireSettings reports which of the settings an adapter owns the given
+// acquire options set: the wait budget (Wait), NoWait, the TTL and the
+// telemetry name. opts is a []core.AcquireOption. The adapters reject
+// options that set these through their AcquireOptions escape hatch, since
+// each adapter has its own option for them and a silent override would
+// make the same option mean two things.
+var AcquireSettings func(opts any) (wait, noWait, ttl, name bool)
