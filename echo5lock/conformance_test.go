@@ -3,8 +3,17 @@ package echo5lock_test
 import (
 	"testing"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/keyspec/conformance"
 )
 
 // The behaviour every HTTP adapter shares (issue 3's list), on echo v5.
 func TestConformance(t *testing.T) { conformance.Run(t, conformance.Echo5) }
+
+// Any valid percent-encoding of an id gives the key of the id, decoded once.
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Echo5) }
+
+// A hostile client's distinct methods, paths and keys leave no trace.
+func TestFlood(t *testing.T) {
+	conformance.Flood(t, conformance.Echo5, func(*core.Client) map[string]int { return nil })
+}

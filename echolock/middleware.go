@@ -46,8 +46,14 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 		return nil, err
 	}
 	m.key = key
+	if newHook != nil {
+		newHook(m)
+	}
 	return m.wrap, nil
 }
+
+// newHook lets this package's tests reach the middleware's route table.
+var newHook func(*lockMiddleware)
 
 // reader reads echo v4's request. echo routes on the raw path when the
 // request's path has escapes of its own (URL.RawPath set) and hands its

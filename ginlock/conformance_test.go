@@ -3,8 +3,17 @@ package ginlock_test
 import (
 	"testing"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/keyspec/conformance"
 )
 
 // The behaviour every HTTP adapter shares (issue 3's list), on gin.
 func TestConformance(t *testing.T) { conformance.Run(t, conformance.Gin) }
+
+// Any valid percent-encoding of an id gives the key of the id, decoded once.
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Gin) }
+
+// A hostile client's distinct methods, paths and keys leave no trace.
+func TestFlood(t *testing.T) {
+	conformance.Flood(t, conformance.Gin, func(*core.Client) map[string]int { return nil })
+}

@@ -32,7 +32,15 @@ type Route struct {
 	// Deadline, when set, is put on the request's context by a middleware in
 	// front of the lock (as gin-contrib/timeout or a gateway would).
 	Deadline time.Duration
-	Handler  Handler
+	// ReleaseError, when set, is the adapter's release-error hook
+	// (ginlock.OnReleaseError, Config.ReleaseErrorHandler).
+	ReleaseError func(error)
+	// Group, when set, is a path prefix: the lock middleware is installed
+	// with the group's Use (r.Group(Group, lock)) rather than on the route,
+	// so it also sees the group's unmatched paths and methods, and Path is
+	// relative to the group.
+	Group   string
+	Handler Handler
 }
 
 // Handler is a route's handler, free of any framework: r is the request as
@@ -90,6 +98,9 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 		if rt.TokenHeader != "" {
 			opts = append(opts, ginlock.TokenHeader(rt.TokenHeader))
 		}
+		if f := rt.ReleaseError; f != nil {
+			opts = append(opts, ginlock.OnReleaseError(func(_ *gin.Context, err error) { f(err) }))
+		}
 		var chain []gin.HandlerFunc
 		if d := rt.Deadline; d > 0 {
 			chain = append(chain, func(c *gin.Context) {
@@ -100,10 +111,15 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 			})
 		}
 		h := rt.Handler
-		chain = append(chain, ginlock.New(client, opts...), func(c *gin.Context) {
+		final := func(c *gin.Context) {
 			l, ok := ginlock.Lease(c)
 			h(c.Writer, c.Request, l, ok)
-		})
+		}
+		if rt.Group != "" {
+			e.Group(rt.Group, append(chain, ginlock.New(client, opts...))...).Handle(rt.Method, rt.Path, final)
+			continue
+		}
+		chain = append(chain, ginlock.New(client, opts...), final)
 		e.Handle(rt.Method, rt.Path, chain...)
 	}
 	return e
@@ -125,19 +141,28 @@ func buildEcho(t testing.TB, client *core.Client, routes ...Route) http.Handler 
 				}
 			})
 		}
-		mw, err := echolock.Config{
+		cfg := echolock.Config{
 			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
 			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader,
-		}.ToMiddleware()
+		}
+		if f := rt.ReleaseError; f != nil {
+			cfg.ReleaseErrorHandler = func(_ echo4.Context, err error) { f(err) }
+		}
+		mw, err := cfg.ToMiddleware()
 		if err != nil {
 			t.Fatalf("route %s: %v", rt.Path, err)
 		}
 		h := rt.Handler
-		e.Add(rt.Method, rt.Path, func(c echo4.Context) error {
+		final := func(c echo4.Context) error {
 			l, ok := echolock.Lease(c)
 			h(c.Response(), c.Request(), l, ok)
 			return nil
-		}, append(mws, mw)...)
+		}
+		if rt.Group != "" {
+			e.Group(rt.Group, append(mws, mw)...).Add(rt.Method, rt.Path, final)
+			continue
+		}
+		e.Add(rt.Method, rt.Path, final, append(mws, mw)...)
 	}
 	return e
 }
@@ -161,19 +186,28 @@ func buildEcho5(t testing.TB, client *core.Client, routes ...Route) http.Handler
 				}
 			})
 		}
-		mw, err := echo5lock.Config{
+		cfg := echo5lock.Config{
 			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
 			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader,
-		}.ToMiddleware()
+		}
+		if f := rt.ReleaseError; f != nil {
+			cfg.ReleaseErrorHandler = func(_ *echo5.Context, err error) { f(err) }
+		}
+		mw, err := cfg.ToMiddleware()
 		if err != nil {
 			t.Fatalf("route %s: %v", rt.Path, err)
 		}
 		h := rt.Handler
-		e.Add(rt.Method, rt.Path, func(c *echo5.Context) error {
+		final := func(c *echo5.Context) error {
 			l, ok := echo5lock.Lease(c)
 			h(c.Response(), c.Request(), l, ok)
 			return nil
-		}, append(mws, mw)...)
+		}
+		if rt.Group != "" {
+			e.Group(rt.Group, append(mws, mw)...).Add(rt.Method, rt.Path, final)
+			continue
+		}
+		e.Add(rt.Method, rt.Path, final, append(mws, mw)...)
 	}
 	return e
 }

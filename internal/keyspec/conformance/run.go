@@ -21,6 +21,7 @@ func Run(t *testing.T, a Adapter) {
 		{"handler outlives 3x TTL then loses the lock", OutlivesTTL},
 		{"request deadline while waiting is 503", Deadline},
 		{"fencing token header", TokenHeader},
+		{"one id, any spelling, one key", SpellingsExclude},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -31,4 +32,5 @@ func Run(t *testing.T, a Adapter) {
 func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("exclusion "+a.Name+"+"+b.Name, func(t *testing.T) { Exclusion(t, a, b) })
 	t.Run("parallel "+a.Name+"+"+b.Name, func(t *testing.T) { Parallel(t, a, b) })
+	t.Run("spellings exclude "+a.Name+"+"+b.Name, func(t *testing.T) { SpellingsExclude(t, a, b) })
 }

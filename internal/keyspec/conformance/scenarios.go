@@ -524,7 +524,8 @@ func PanicFreesLock(t *testing.T, a, b Adapter) {
 
 // OutlivesTTL: a handler running longer than 3×TTL (TTL 1s) keeps its lock
 // (renewal), and when the key is deleted under it, its context is cancelled
-// with cause ErrLost.
+// with cause ErrLost and the adapter reports the loss through its
+// release-error hook once the handler returned.
 func OutlivesTTL(t *testing.T, a, b Adapter) {
 	const shortTTL = time.Second
 	entered, survived, lost := newSignal(), newSignal(), newSignal()
@@ -555,8 +556,9 @@ func OutlivesTTL(t *testing.T, a, b Adapter) {
 		}
 		ok2(w, "done")
 	}
+	relErr := make(chan error, 4)
 	e := newEnv(t, a, b, shortTTL,
-		Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Handler: long},
+		Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Handler: long, ReleaseError: func(err error) { relErr <- err }},
 		Route{Method: http.MethodPost, Path: "/orders/:id/ship", Key: orderKey, NoWait: true,
 			Handler: probeCalls.wrap(func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, _ bool) { writeOK(w) })})
 	ctx := e.ctx(60 * time.Second)
@@ -582,6 +584,10 @@ func OutlivesTTL(t *testing.T, a, b Adapter) {
 	}
 	if r := <-done; r.status != http.StatusOK {
 		t.Errorf("long request: %d %q %v", r.status, r.body, r.err)
+	}
+	// Every adapter reports the loss at release the same way: its release-error hook.
+	if err := testkit.Recv(t, relErr, 10*time.Second, "the release-error hook"); !errors.Is(err, core.ErrLost) {
+		t.Errorf("release-error hook got %v, want ErrLost", err)
 	}
 }
 
@@ -632,4 +638,56 @@ func TokenHeader(t *testing.T, a, b Adapter) {
 	if r := e.do(ctx, 0, http.MethodPost, "/orders/8/refund"); r.header.Get("Lock-Token") != "" {
 		t.Errorf("Lock-Token set on a route without TokenHeader: %q", r.header.Get("Lock-Token"))
 	}
+}
+
+// RedisFrozen: a redis-server that stops answering (SIGSTOP) while the wait
+// budget (300ms) is shorter than the I/O timeout (2s), itself shorter than
+// the request's deadline. Nobody holds the order, so the answer is 503 +
+// Retry-After, never 409 "locked by another request"; a fail-open route runs
+// its handler unlocked; a request whose own deadline (150ms) passes first
+// gets the deadline's 503 and a fail-open handler never runs for it.
+func RedisFrozen(t *testing.T, a, b Adapter) {
+	var closedCalls, expiredCalls handlerCount
+	var openUnlocked atomic.Int32
+	closed := closedCalls.wrap(func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, _ bool) { ok2(w, "closed") })
+	open := func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
+		if !ok {
+			openUnlocked.Add(1)
+		}
+		ok2(w, "open")
+	}
+	expired := expiredCalls.wrap(func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, _ bool) { ok2(w, "expired") })
+	const budget = 300 * time.Millisecond
+	e := newEnv(t, a, b, ttl,
+		Route{Method: http.MethodPost, Path: "/closed/:id", Key: "const:c,param:id", Wait: budget, Handler: closed},
+		Route{Method: http.MethodPost, Path: "/open/:id", Key: "const:o,param:id", Wait: budget, FailOpen: true, Handler: open},
+		Route{Method: http.MethodPost, Path: "/expired/:id", Key: "const:e,param:id", Wait: 5 * time.Second, FailOpen: true,
+			Deadline: 150 * time.Millisecond, Handler: expired},
+	)
+	ctx := e.ctx(60 * time.Second)
+	if r := e.do(ctx, 0, http.MethodPost, "/closed/0"); r.status != http.StatusOK {
+		t.Fatalf("warm-up: %d %q %v", r.status, r.body, r.err)
+	}
+	e.srv.Pause()
+	defer e.srv.Resume()
+	r := e.do(ctx, 0, http.MethodPost, "/closed/1")
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("fail-closed, Redis frozen, nobody holds the order: %d Retry-After %q %q, want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body)
+	}
+	checkProblem(t, a, r, http.StatusServiceUnavailable, "unavailable")
+	if n := closedCalls.n.Load(); n != 1 {
+		t.Errorf("fail-closed handler ran with Redis frozen (%d calls)", n)
+	}
+	if r := e.do(ctx, 0, http.MethodPost, "/open/1"); r.status != http.StatusOK || r.body != "open" || openUnlocked.Load() != 1 {
+		t.Errorf("fail-open, Redis frozen: %d %q (unlocked runs %d), want 200 run unlocked", r.status, r.body, openUnlocked.Load())
+	}
+	r = e.do(ctx, 0, http.MethodPost, "/expired/1")
+	if r.status != http.StatusServiceUnavailable || expiredCalls.n.Load() != 0 {
+		t.Errorf("request deadline before the budget, Redis frozen: %d %q, handler ran %d times; want 503, not run", r.status, r.body, expiredCalls.n.Load())
+	}
+	checkProblem(t, a, r, http.StatusServiceUnavailable, "deadline")
+	e.srv.Resume()
+	testkit.WaitFor(t, 15*time.Second, "the service to answer again after Redis resumed", func() bool {
+		return e.do(ctx, 0, http.MethodPost, "/closed/2").status == http.StatusOK
+	})
 }
