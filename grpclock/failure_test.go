@@ -2,6 +2,10 @@ package grpclock_test
 
 import (
 	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -9,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
@@ -118,4 +123,70 @@ func TestRedisKilled(t *testing.T) {
 			t.Fatalf("fail-closed Observer told of %d unlocked calls", unlocked)
 		}
 	})
+}
+
+// A client's distinct keys leave no trace: after 10,000 calls on distinct
+// orders (some refused on a held one), the heap, collected, has grown by
+// less than a few MiB and the Client's per-key tables are back at their
+// baseline.
+func TestFlood(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	cl := serve(t, &service{}, unary(c, grpclock.NoWait()))
+	ctx := testkit.Context(t, 60*time.Second)
+	pad := strings.Repeat("x", 64)
+	if _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "warm"}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := c.Acquire(ctx, "order:held")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, heap0 := tablesOf(c), liveHeap()
+	const n, workers = 10_000, 8
+	var ok, refused atomic.Int32
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				if _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: fmt.Sprintf("%05d-%s", i, pad)}); err == nil {
+					ok.Add(1)
+				}
+				if i%50 == 0 {
+					if _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "held"}); status.Code(err) == codes.Aborted {
+						refused.Add(1)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok.Load() != n || refused.Load() != n/50 {
+		t.Fatalf("%d of %d calls served, %d of %d refused on the held order", ok.Load(), n, refused.Load(), n/50)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the tables to be back at their baseline", func() bool {
+		for k, v := range tablesOf(c) {
+			if v > base[k] {
+				return false
+			}
+		}
+		return true
+	})
+	const tolerance = 4 << 20
+	if grown := liveHeap() - heap0; grown > tolerance {
+		t.Errorf("heap grew by %d KiB over %d distinct keys (tolerance %d KiB)", grown>>10, n, tolerance>>10)
+	}
+}
+
+func liveHeap() int64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }

@@ -444,7 +444,8 @@ func TestUnaryLeaseLost(t *testing.T) {
 			return nil, errors.New("handler context not cancelled")
 		}
 	}}
-	cl := serve(t, svc, unary(c, grpclock.TTL(time.Second)))
+	relErr := make(chan error, 1)
+	cl := serve(t, svc, unary(c, grpclock.TTL(time.Second), grpclock.OnReleaseError(func(_ context.Context, _ string, err error) { relErr <- err })))
 	ctx := testkit.Context(t, 20*time.Second)
 	done := make(chan error, 1)
 	go func() { _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "lost"}); done <- err }()
@@ -458,6 +459,10 @@ func TestUnaryLeaseLost(t *testing.T) {
 	st := wantCode(t, <-done, codes.Aborted)
 	if !strings.Contains(st.Message(), "lost") {
 		t.Fatalf("message %q", st.Message())
+	}
+	// Reported at release as by every adapter: the release-error hook.
+	if err := testkit.Recv(t, relErr, 10*time.Second, "the release-error hook"); !errors.Is(err, core.ErrLost) {
+		t.Fatalf("OnReleaseError got %v, want ErrLost", err)
 	}
 }
 
