@@ -7,7 +7,7 @@ import (
 	"github.com/lockkit/lockkit/internal/keyspec/conformance"
 )
 
-// The behaviour every HTTP adapter shares (issue 3's list), on echo v5.
+// The behaviour every HTTP adapter shares, on echo v5.
 func TestConformance(t *testing.T) { conformance.Run(t, conformance.Echo5) }
 
 // Any valid percent-encoding of an id gives the key of the id, decoded once.

@@ -8,5 +8,11 @@
 //	if err != nil { ... }
 //	e.POST("/orders/:id/pay", pay, mw)
 //
-// See echolock's documentation for the behaviour; it is identical.
+// See echolock's documentation for the behaviour; it is identical, but for
+// the error returned to echo: a *Error carrying the RFC 9457 problem
+// document, which echo v5's DefaultHTTPErrorHandler answers as
+// application/problem+json and ProblemDetailsHTTPErrorHandler takes as its
+// echo.ProblemError. Path values are decoded once: echo v5 hands them over
+// escaped when it routed on the raw path, unless the router was built with
+// UnescapePathParamValues, and the middleware tells the two apart.
 package echo5lock

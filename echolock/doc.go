@@ -23,15 +23,22 @@
 // up or a panic (with middleware.Recover in front) never strands it.
 //
 // Outcomes are returned as *echo.HTTPError to the app's HTTPErrorHandler
-// (Retry-After set on the response before returning; the middleware itself
-// never writes): 409 when another request holds the lock past the wait
-// budget, 503 when Redis is unreachable (fail-closed; FailOpen runs the
+// (Retry-After and Content-Type application/problem+json set on the
+// response before returning; the middleware itself never writes), its
+// Message the RFC 9457 problem document (httplock.Problem), so echo's
+// default error handler answers problem+json: 409 when another request was
+// seen holding the lock past the wait budget, 503 when Redis is unreachable (fail-closed; FailOpen runs the
 // handler unlocked and tells the Observer) or the request's deadline passed
 // while waiting, 400 when the key cannot be taken from the request, 500 when
 // the server is misconfigured. The HTTPError wraps the core error
 // (errors.Is(err, core.ErrNotAcquired)). DenyHandler (409) and ErrorHandler
 // (the rest) replace them. Nothing is returned for a client that went away
 // while waiting (499 is recorded as the status for the access log).
+//
+// Path parameters are decoded once: echo hands them over still escaped when
+// the request's path had escapes it routed on (/orders/%34%32 gives "%34%32"
+// to c.Param), and the middleware decodes them, so the key is the id's
+// whatever its spelling ("order:42"), the key gin builds.
 //
 // echo5lock is the same middleware for echo v5.
 package echolock

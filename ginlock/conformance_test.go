@@ -7,7 +7,7 @@ import (
 	"github.com/lockkit/lockkit/internal/keyspec/conformance"
 )
 
-// The behaviour every HTTP adapter shares (issue 3's list), on gin.
+// The behaviour every HTTP adapter shares, on gin.
 func TestConformance(t *testing.T) { conformance.Run(t, conformance.Gin) }
 
 // Any valid percent-encoding of an id gives the key of the id, decoded once.

@@ -22,8 +22,9 @@
 // front) or gin-contrib/timeout answering early never strand it, and the
 // lock is held for as long as the handler runs.
 //
-// Outcomes follow DESIGN.md: 409 + Retry-After when another request holds
-// the lock past the wait budget, 503 + Retry-After when Redis is unreachable
+// Outcomes are core.Outcome, answered as package httplock maps them (the
+// same in every HTTP adapter): 409 + Retry-After when another request was
+// seen holding the lock past the wait budget, 503 + Retry-After when Redis is unreachable
 // (fail-closed; FailOpen runs the handler unlocked and tells the Observer)
 // or the request's deadline passed while waiting, 400 when the key cannot be
 // taken from the request, 500 when the server is misconfigured, all as

@@ -26,8 +26,8 @@ type resumeLook struct {
 }
 
 // A process frozen past its deadline must find its lease lost when it runs
-// again (DESIGN, renewal: "finds the lease already lost when it runs
-// again"): at its first look, Until is past, and Err and Context().Err()
+// again (the renewal promise: a lease past its local deadline is lost,
+// whoever looks first): at its first look, Until is past, and Err and Context().Err()
 // must say so too. The child's "go" is already in its stdin when it is
 // continued, so its first look races the engine's deadline timer, as any
 // goroutine of a real process resumed after a GC pause or SIGSTOP would.

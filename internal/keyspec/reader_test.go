@@ -97,7 +97,7 @@ func unescape(key string) []string {
 
 // The key builder never lets two different requests share a key: the key
 // splits back into exactly the values it was built from, and equals
-// core.JoinKey of them. Seeds are the hostile values of issue 3.
+// core.JoinKey of them. Seeds are hostile values: separators, escapes, braces, Unicode, 10 KB.
 func FuzzKeyBuilder(f *testing.F) {
 	big := strings.Repeat("x", 10<<10)
 	for _, s := range [][4]string{
