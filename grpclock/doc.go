@@ -45,13 +45,20 @@ at construction.
 
 # Outcomes
 
-	held past the wait budget (or NoWait)   codes.Aborted + RetryInfo + grpc-retry-pushback-ms trailer
-	Redis unreachable, fail-closed          codes.Unavailable + retry hint
-	Redis unreachable, FailOpen()           the handler runs unlocked; the Client's Observer is told
-	key missing or empty                    codes.InvalidArgument
-	no key source, bad field path           codes.Internal
-	call ended while waiting                status.FromContextError: Canceled / DeadlineExceeded
-	lease lost, handler failed for it       codes.Aborted + retry hint
+	seen held past the wait budget (or NoWait)   codes.Aborted + RetryInfo + grpc-retry-pushback-ms trailer
+	Redis unreachable or not answering
+	within the wait budget, fail-closed         codes.Unavailable + retry hint
+	the same, FailOpen()                        the handler runs unlocked; the Client's Observer is told
+	key missing or empty                        codes.InvalidArgument
+	no key source, bad field path               codes.Internal
+	call ended while waiting                    status.FromContextError: Canceled / DeadlineExceeded
+	lease lost, handler failed for it           codes.Aborted + retry hint
+
+Each row is a core.Outcome (Rejection.Outcome), the taxonomy every lockkit
+adapter answers by; Code is the one mapping of outcomes to gRPC codes. The
+options (Wait, NoWait, TTL, ReleaseTimeout, FailOpen, AcquireOptions) are
+validated exactly as in the HTTP adapters, and OnReleaseError hears of a
+lease lost while the handler ran.
 
 The retry hint defaults to 1s (RetryAfter); the pushback trailer lets a
 stock gRPC client with a retry policy on ABORTED wait that long before its

@@ -47,38 +47,37 @@ const (
 	RenewError = "error" // Redis did not answer; retried until the lease's deadline
 )
 
-// errorType classifies an engine error as a low-cardinality error.type.
+// errorType classifies an engine error as a low-cardinality error.type:
+// the name of its core.Outcome (the one taxonomy every adapter answers by),
+// or, for what ends a lease rather than an acquire, lost, closed or
+// not_held.
 func errorType(err error) string {
-	if err == nil {
-		return "" // before na below, which escapes: no allocation on success
-	}
-	var na *core.NotAcquiredError
 	switch {
-	case errors.As(err, &na):
-		if na.Timeout() {
-			return "timeout"
-		}
-		return "contended"
+	case err == nil:
+		return ""
 	case errors.Is(err, core.ErrLost):
 		return "lost"
 	case errors.Is(err, core.ErrClosed):
 		return "closed"
 	case errors.Is(err, core.ErrNotHeld):
 		return "not_held"
-	case errors.Is(err, core.ErrUnavailable):
-		return "unavailable"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	case errors.Is(err, core.ErrInvalidKey):
-		return "invalid_key"
-	case errors.Is(err, core.ErrInvalidOption):
-		return "invalid_option"
-	case errors.Is(err, core.ErrWouldDeadlock):
-		return "would_deadlock"
 	}
-	return "_OTHER" // the semantic conventions' fallback value
+	switch o := core.Classify(nil, err); o {
+	case core.OutcomeUnavailable:
+		// Classify's catch-all: say so only for what is Redis's.
+		if !errors.Is(err, core.ErrUnavailable) {
+			if errors.Is(err, context.Canceled) {
+				return core.OutcomeCanceled.String()
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				return core.OutcomeDeadline.String()
+			}
+			return "_OTHER" // the semantic conventions' fallback value
+		}
+		return o.String()
+	default:
+		return o.String()
+	}
 }
 
 // HashKey is the value of lockkit.lock.key in the default KeyHashed mode:

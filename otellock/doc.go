@@ -61,8 +61,10 @@
 //	lockkit.lock.pending           up-down counter acquire calls in progress (name)
 //	lockkit.lock.unlocked          counter         handlers run unlocked, fail-open (name, error.type)
 //
-// error.type values: timeout, contended, canceled, deadline_exceeded,
-// unavailable, closed, lost, not_held, and _OTHER for anything else.
+// error.type values: on an acquire, the name of its core.Outcome (timeout,
+// contended, canceled, deadline_exceeded, unavailable, bad_key,
+// misconfigured), the same taxonomy every adapter answers by; on a lease,
+// lost, closed, not_held or unavailable; _OTHER for anything else.
 //
 // # Cost and blocking
 //

@@ -167,9 +167,7 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	outcome := r.Outcome.String()
 	var et string
 	if r.Outcome != core.OutcomeAcquired {
-		if et = errorType(r.Err); et == "" {
-			et = outcome
-		}
+		et = outcome // the outcome is the error's class: one taxonomy
 	}
 	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, "", "").add...)
 	mo := o.m.attrs.get(a.Name, outcome, et)
