@@ -2,9 +2,13 @@
 GO ?= go
 PKGS = ./...
 
-.PHONY: test vet fmt-check unit bench demo proto
+.PHONY: test tree-check vet fmt-check unit bench demo proto
 
-test: fmt-check vet unit
+test: tree-check fmt-check vet unit
+
+# No build output in the repository: no tracked executable, no tracked file over 1 MiB.
+tree-check:
+	@bash .ci/check-tree
 
 fmt-check:
 	@out=$$(gofmt -l .); \
