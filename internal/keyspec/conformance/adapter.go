@@ -65,7 +65,7 @@ var Echo = Adapter{Name: "echo", Build: buildEcho}
 var Echo5 = Adapter{Name: "echo5", Build: buildEcho5}
 
 // Adapters are all of them.
-var Adapters = []Adapter{Gin, Echo, Echo5}
+var Adapters = []Adapter{Gin, Echo, Echo5, Stdlib, Chi}
 
 func withDeadline(r *http.Request, d time.Duration) (*http.Request, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(r.Context(), d)

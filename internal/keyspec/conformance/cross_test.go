@@ -13,6 +13,9 @@ func TestCrossFramework(t *testing.T) {
 		{conformance.Gin, conformance.Echo},
 		{conformance.Gin, conformance.Echo5},
 		{conformance.Echo, conformance.Echo5},
+		{conformance.Stdlib, conformance.Gin},
+		{conformance.Chi, conformance.Echo},
+		{conformance.Stdlib, conformance.Echo5},
 	} {
 		conformance.RunPair(t, pair[0], pair[1])
 	}

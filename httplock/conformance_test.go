@@ -1,0 +1,30 @@
+package httplock_test
+
+import (
+	"testing"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+)
+
+// The behaviour every HTTP adapter shares, on net/http's ServeMux and on chi.
+func TestConformance(t *testing.T) {
+	t.Run("ServeMux", func(t *testing.T) { conformance.Run(t, conformance.Stdlib) })
+	t.Run("chi", func(t *testing.T) { conformance.Run(t, conformance.Chi) })
+}
+
+// Any valid percent-encoding of an id gives the key of the id, decoded once.
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Stdlib) }
+
+// The same on chi, which hands its path values over still escaped.
+func FuzzCanonicalKeyChi(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Chi) }
+
+// A hostile client's distinct methods, paths and keys leave no trace.
+func TestFlood(t *testing.T) {
+	t.Run("ServeMux", func(t *testing.T) {
+		conformance.Flood(t, conformance.Stdlib, func(*core.Client) map[string]int { return nil })
+	})
+	t.Run("chi", func(t *testing.T) {
+		conformance.Flood(t, conformance.Chi, func(*core.Client) map[string]int { return nil })
+	})
+}

@@ -1,0 +1,104 @@
+package httplock
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keyspec"
+)
+
+// Part is one part of a lock key, read from a request. It is core's generic
+// part, so a custom part is a core.KeyPart literal as well as Func.
+type Part = core.KeyPart[*http.Request]
+
+var reader = keyspec.Reader[*http.Request]{
+	Param: pathValue,
+	Header: func(r *http.Request, name string) string {
+		return r.Header.Get(name)
+	},
+	Query: func(r *http.Request, name string) string { return r.URL.Query().Get(name) },
+	Cookie: func(r *http.Request, name string) string {
+		c, err := r.Cookie(name)
+		if err != nil {
+			return ""
+		}
+		return c.Value
+	},
+}
+
+// Const is a literal part: Const("order"). It panics when empty.
+func Const(s string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Const, Name: s}) }
+
+// PathValue is a path wildcard of the matched pattern: PathValue("id") for
+// "POST /orders/{id}/pay" (http.ServeMux, or chi, which also sets
+// r.Pattern and the path values). The value is the id decoded exactly once
+// whatever the router did (ServeMux decodes, chi does not): it is read from
+// the request's escaped path at the wildcard's place in r.Pattern. A pattern
+// without the wildcard, or a request no router matched yet (the middleware
+// wrapped a whole mux), is the server's mistake: 500.
+func PathValue(name string) Part {
+	return reader.Part(keyspec.Spec{Source: keyspec.Param, Name: name})
+}
+
+// Header is a request header's first value: Header("X-Tenant").
+func Header(name string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Header, Name: name}) }
+
+// Query is a query parameter's first value: Query("account").
+func Query(name string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Query, Name: name}) }
+
+// Cookie is a cookie's value: Cookie("session").
+func Cookie(name string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Cookie, Name: name}) }
+
+// Func is a part computed by f (from the body, the authenticated user, ...).
+// Its value is one part, escaped like the others. An error or "" answers 400.
+func Func(f func(*http.Request) (string, error)) Part {
+	return Part{Source: "func", Name: "Func", Get: f}
+}
+
+// pathValue finds wildcard name in r.Pattern and returns the request's
+// escaped path at the same place, for keyspec.PathValue to decode once.
+func pathValue(r *http.Request, name string) (string, bool, bool) {
+	pattern := r.Pattern
+	if pattern == "" {
+		return "", false, false // not routed (yet): a whole mux is wrapped
+	}
+	if i := strings.IndexByte(pattern, ' '); i >= 0 { // "POST /orders/{id}"
+		pattern = strings.TrimLeft(pattern[i+1:], " ")
+	}
+	if i := strings.IndexByte(pattern, '/'); i > 0 { // "example.com/orders/{id}"
+		pattern = pattern[i:]
+	}
+	segs := strings.Split(pattern, "/")
+	raw := strings.Split(r.URL.EscapedPath(), "/")
+	for i, s := range segs {
+		if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
+			if strings.Contains(s, "{"+name+"}") || strings.Contains(s, "{"+name+":") {
+				// A wildcard inside a segment (chi's "{a}-{b}"): chi hands its
+				// value over as routed, escaped when the path had escapes.
+				return r.PathValue(name), r.URL.RawPath != "", true
+			}
+			continue
+		}
+		w := s[1 : len(s)-1]
+		rest := strings.HasSuffix(w, "...")
+		w = strings.TrimSuffix(w, "...")
+		if j := strings.IndexByte(w, ':'); j >= 0 { // chi's "{id:[0-9]+}"
+			w = w[:j]
+		}
+		if w != name {
+			continue
+		}
+		if i >= len(raw) {
+			return "", false, true // e.g. "{rest...}" matching nothing
+		}
+		if rest {
+			return strings.Join(raw[i:], "/"), true, true
+		}
+		return raw[i], true, true
+	}
+	if segs[len(segs)-1] == "*" && name == "*" { // chi's catch-all
+		return r.PathValue("*"), r.URL.RawPath != "", true
+	}
+	return "", false, false
+}

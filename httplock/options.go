@@ -1,0 +1,113 @@
+package httplock
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
+)
+
+// Option configures the middleware.
+type Option func(*config)
+
+// Responder answers a request the middleware stops, instead of the default
+// problem+json answer. Retry-After is already set where it applies. err
+// matches the core sentinel of the outcome (core.ErrNotAcquired,
+// core.ErrUnavailable, core.ErrInvalidKey, context.DeadlineExceeded, ...).
+type Responder func(w http.ResponseWriter, r *http.Request, err error)
+
+type config struct {
+	adapt      adapt.Config
+	parts      []Part
+	keyOpts    int
+	name       func(*http.Request) string
+	skipper    func(*http.Request) bool
+	retryAfter func(error) time.Duration
+	tokenHdr   string
+	respond    map[core.Outcome]Responder
+	onRelease  func(*http.Request, error)
+}
+
+// Key builds the lock key from parts, joined by core.BuildKey:
+// Key(Const("order"), PathValue("id")) is "order:42" for /orders/42, the key
+// every lockkit adapter builds from the same parts. Every part is
+// required: a missing or empty one answers 400 and the handler does not run.
+func Key(parts ...Part) Option {
+	return func(c *config) { c.keyOpts++; c.parts = append([]Part(nil), parts...) }
+}
+
+// Wait sets how long a request waits for a held lock before 409 (0 or
+// unset: 10s; negative: New panics). The request's own context still
+// bounds it. Wait and NoWait are alternatives: giving both panics.
+func Wait(d time.Duration) Option { return func(c *config) { c.adapt.Wait = d } }
+
+// NoWait answers 409 at once when the lock is held.
+func NoWait() Option { return func(c *config) { c.adapt.NoWait = true } }
+
+// TTL sets the lease TTL (0: the Client's; below core.MinTTL New panics).
+func TTL(d time.Duration) Option { return func(c *config) { c.adapt.TTL = d } }
+
+// FailOpen runs the handler without the lock when Redis is unavailable
+// (the Observer's Unlocked is told); the default is fail-closed (503).
+func FailOpen() Option { return func(c *config) { c.adapt.FailOpen = true } }
+
+// ReleaseTimeout bounds the release after the handler returned (0: the
+// Client's, core.WithReleaseTimeout, 3s by default).
+func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.adapt.ReleaseTimeout = d } }
+
+// AcquireOptions passes further core options to every acquire
+// (core.Reentrant(), core.MaxWaiters(n), core.NoRenew()). core.Wait,
+// core.NoWait, core.TTL and core.Name make New panic: this package's own
+// options own them.
+func AcquireOptions(opts ...core.AcquireOption) Option {
+	return func(c *config) { c.adapt.Options = append(c.adapt.Options, opts...) }
+}
+
+// Name sets the lock's telemetry name from the request (default: r.Pattern,
+// which http.ServeMux and chi set to the matched pattern). It is never part
+// of the key, so it must be low-cardinality: a route template, not a path.
+func Name(f func(*http.Request) string) Option { return func(c *config) { c.name = f } }
+
+// Skipper skips the middleware for requests where f returns true.
+func Skipper(f func(*http.Request) bool) Option { return func(c *config) { c.skipper = f } }
+
+// RetryAfter sets the Retry-After of 409 and 503 answers from the error
+// (default 1s; rounded up to whole seconds).
+func RetryAfter(f func(error) time.Duration) Option { return func(c *config) { c.retryAfter = f } }
+
+// TokenHeader sets the response header that carries the lease's fencing
+// token (e.g. "Lock-Token"); off by default.
+func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = name } }
+
+// OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
+func OnContended(f Responder) Option { return on(f, core.OutcomeContended, core.OutcomeTimeout) }
+
+// OnUnavailable replaces the 503 answers: Redis unavailable (fail-closed)
+// and the request's deadline passing while it waited.
+func OnUnavailable(f Responder) Option { return on(f, core.OutcomeUnavailable, core.OutcomeDeadline) }
+
+// OnBadKey replaces the 400 answer (a key part missing from the request).
+func OnBadKey(f Responder) Option { return on(f, core.OutcomeBadKey) }
+
+// OnError replaces the 500 answer (the server is misconfigured).
+func OnError(f Responder) Option { return on(f, core.OutcomeMisconfigured) }
+
+// OnClientGone replaces what happens when the client went away while
+// waiting (by default nothing is written).
+func OnClientGone(f Responder) Option { return on(f, core.OutcomeCanceled) }
+
+// OnReleaseError is told, after the handler returned, when the lease was
+// lost while the handler ran (err matches core.ErrLost) or the release
+// failed. Default: slog's default logger, at level Error.
+func OnReleaseError(f func(r *http.Request, err error)) Option {
+	return func(c *config) { c.onRelease = f }
+}
+
+func on(f Responder, outcomes ...core.Outcome) Option {
+	return func(c *config) {
+		for _, o := range outcomes {
+			c.respond[o] = f
+		}
+	}
+}
