@@ -76,7 +76,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs.IntVar(&cfg.hot, "hot", 3, "hot orders (together they get half the requests)")
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time each order write takes between its read and its write (a slow database)")
 	fs.DurationVar(&cfg.wait, "wait", 3*time.Second, "how long pay and refund wait for a busy order before 409 / Aborted")
-	fs.StringVar(&cfg.redisURL, "redis", getenv(embedded.EnvURL), "Redis URL, redis://host:port/db (env "+embedded.EnvURL+"; empty: embedded miniredis)")
+	redisURL := embedded.URLFlag(fs, getenv)
 	fs.StringVar(&cfg.otlp, "otlp", getenv(EnvOTLP), "OTLP endpoint to export the lock's spans and metrics to (env "+EnvOTLP+"; empty: none)")
 	fs.BoolVar(&cfg.noLock, "nolock", false, "serve without the lock middleware, to watch the witness fail")
 	fs.Usage = func() {
@@ -86,6 +86,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	cfg.redisURL = redisURL()
 	switch {
 	case fs.NArg() > 0:
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())

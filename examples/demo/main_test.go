@@ -166,6 +166,9 @@ func TestParse(t *testing.T) {
 	if err != nil || cfg.redisURL != "redis://x:2" || cfg.otlp != "" || !cfg.noLock || cfg.hot != 0 {
 		t.Fatalf("flags over env: %+v %v", cfg, err)
 	}
+	if cfg, err = parse([]string{"-redis", ""}, env, &bytes.Buffer{}); err != nil || cfg.redisURL != "" {
+		t.Fatalf("-redis \"\" (the embedded miniredis) over env: %+v %v", cfg, err)
+	}
 	var out bytes.Buffer
 	extra, shutdown, err := observers(context.Background(), "http://127.0.0.1:1", &out)
 	if err != nil || len(extra) != 1 || !strings.Contains(out.String(), "OTLP") {
@@ -217,5 +220,20 @@ func TestObserverThroughFanOut(t *testing.T) {
 			t.Errorf("observed %+v %+v waits %v holds %v", k, s.outcomes, s.waits, s.holds)
 		}
 		s.mu.Unlock()
+	}
+}
+
+// -h lists the flags with their defaults; the -redis default must not be
+// REDIS_URL's value, which may carry a password.
+func TestHelpHidesRedisURL(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{embedded.EnvURL: "redis://alice:hunterA@127.0.0.1:6379/0"}[k]
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, env, &out, &errOut); code != exitOK || !strings.Contains(errOut.String(), "-redis") {
+		t.Fatalf("-h: %d %s", code, errOut.String())
+	}
+	if s := out.String() + errOut.String(); strings.Contains(s, "hunter") || strings.Contains(s, "alice") {
+		t.Errorf("-h shows REDIS_URL's userinfo:\n%s", s)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/otellock"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -60,12 +61,12 @@ func run(ctx context.Context, out io.Writer) (res *result, err error) {
 			err = errors.Join(err, tel.shutdown(context.WithoutCancel(ctx)))
 		}
 	}()
-	rs, err := openRedis(os.Getenv("REDIS_URL"))
+	rs, err := embedded.Open(ctx, os.Getenv(embedded.EnvURL))
 	if err != nil {
 		return nil, err
 	}
-	defer rs.close()
-	fmt.Fprintf(out, "# lockkit otel example: %s, telemetry to %s\n", rs.desc, tel.target)
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	fmt.Fprintf(out, "# lockkit otel example: locks on %s, telemetry to %s\n", rs.Desc, tel.target)
 
 	// Both replicas use otellock.New() with no options: the global providers
 	// and propagator set up above.

@@ -1,7 +1,7 @@
 // Package embedded gives the examples a Redis: the one REDIS_URL names, or
 // when it is unset an in-process miniredis, so `go run ./examples/...`
 // works on a machine with no Redis at all. It knows nothing of any web
-// framework; the gin, echo and gRPC examples and the demo share it.
+// framework; the gin, echo, gRPC and otel examples and the demo share it.
 //
 // miniredis does not expire keys by itself (its clock only moves when told
 // to), so the embedded server gets a ticker that advances it in real time:
@@ -12,7 +12,9 @@ package embedded
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,7 +53,7 @@ func Open(ctx context.Context, url string) (*Redis, error) {
 		return openEmbedded()
 	}
 	if _, err := redis.ParseURL(url); err != nil {
-		return nil, fmt.Errorf("embedded: %s: %w", EnvURL, err)
+		return nil, fmt.Errorf("embedded: %s: %w", EnvURL, parseError(url))
 	}
 	opts := func() *redis.Options {
 		opt, _ := redis.ParseURL(url) // checked above
@@ -66,6 +68,52 @@ func Open(ctx context.Context, url string) (*Redis, error) {
 		return nil, fmt.Errorf("embedded: cannot reach %s: %w", addr, err)
 	}
 	return r, nil
+}
+
+// URLFlag defines -redis on fs and returns what to pass to Open once fs is
+// parsed: the flag's value when it was given (even empty, which asks for
+// the embedded miniredis), else $REDIS_URL. The flag's default is not the
+// environment's value because -h prints defaults, and a URL may carry a
+// password.
+func URLFlag(fs *flag.FlagSet, getenv func(string) string) func() string {
+	v := fs.String("redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://... (default $"+EnvURL+"; empty: an embedded miniredis)")
+	return func() string {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "redis" })
+		if set {
+			return *v
+		}
+		return getenv(EnvURL)
+	}
+}
+
+// Redact returns url with its userinfo (user and password) masked, for any
+// message that shows a Redis URL. It works on the text, not on a parsed URL,
+// so that a URL that does not parse is masked too: everything between "://"
+// (or the start, without one) and the last "@" is replaced.
+func Redact(url string) string {
+	at := strings.LastIndex(url, "@")
+	if at < 0 {
+		return url
+	}
+	start := 0
+	if i := strings.Index(url, "://"); i >= 0 && i < at {
+		start = i + len("://")
+	}
+	return url[:start] + "xxxxx" + url[at:]
+}
+
+// parseError says why url does not parse without showing its userinfo.
+// The parser's own errors quote the URL, or a piece of it (a password with
+// a '/' in it is read as host and port): so the error is the one of the
+// redacted URL, which has everything but the secret; when that one parses,
+// the fault is in the userinfo, and that is all the error says.
+func parseError(url string) error {
+	red := Redact(url)
+	if _, err := redis.ParseURL(red); err != nil {
+		return fmt.Errorf("%q is not a Redis URL (redis://[user:password@]host:port[/db], or rediss:// for TLS): %w", red, err)
+	}
+	return fmt.Errorf("%q: its user or password does not parse (percent-encode characters such as / ? # %% in them)", red)
 }
 
 func openEmbedded() (*Redis, error) {

@@ -3,6 +3,7 @@ package embedded_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,55 @@ func TestNewClient(t *testing.T) {
 		}
 		_ = c.Close()
 		_ = r.Close()
+	}
+}
+
+// No error of Open shows the user or password of the URL it was given,
+// whatever is wrong with the URL: not a Redis scheme, a bad port, a '/' in
+// the password (which makes the URL misparse around it), a bad database,
+// an unknown option, no scheme at all, or a server that is not there.
+func TestOpenNeverPrintsUserinfo(t *testing.T) {
+	srv := redistest.Start(t)
+	dead := srv.Addr()
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, url := range []string{
+		"http://alice:hunterA@127.0.0.1:6379",
+		"redis://alice:hunterA@127.0.0.1:port",
+		"redis://alice:hunterA/hunterB@127.0.0.1:6379/0",
+		"redis://alice:hunterA@127.0.0.1:6379/db",
+		"redis://alice:hunterA@127.0.0.1:6379/0?nope=1",
+		"redis://alice:hunter%zz@127.0.0.1:6379",
+		"redis://alice:hunterA@[::1",
+		"alice:hunterA@127.0.0.1:6379",
+		"redis://alice:hunterA@" + dead,
+		"rediss://alice:hunterA@" + dead,
+	} {
+		_, err := embedded.Open(ctx, url)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", url)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "hunter") || strings.Contains(msg, "alice") {
+			t.Errorf("Open(%q): the error shows the userinfo: %s", url, msg)
+		}
+		t.Log(err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379/0":             "redis://127.0.0.1:6379/0",
+		"redis://alice:pw@h:1/0":               "redis://xxxxx@h:1/0",
+		"rediss://:pw@h:1":                     "rediss://xxxxx@h:1",
+		"redis://alice:p/w@x@h:1":              "redis://xxxxx@h:1",
+		"alice:pw@h:1":                         "xxxxx@h:1",
+		"":                                     "",
+		"unix://alice:pw@/run/redis.sock?db=1": "unix://xxxxx@/run/redis.sock?db=1",
+	} {
+		if got := embedded.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
