@@ -144,7 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-concurrency", "0"}, exitError, "-concurrency must be"},
 		{[]string{"-wait", "-1s"}, exitError, "-wait must be"},
 		{[]string{"extra"}, exitError, "unexpected arguments"},
-		{[]string{"-duration", "1s"}, exitError, "cannot reach " + srv.Addr()}, // REDIS_URL from env
+		{[]string{"-duration", "1s"}, exitError, "cannot reach the Redis at " + srv.Addr() + " named by REDIS_URL"}, // from env
 		{[]string{"-redis", "http://nope"}, exitError, "REDIS_URL"},
 	} {
 		var out, errOut bytes.Buffer

@@ -25,6 +25,10 @@ import (
 // EnvURL is the environment variable the examples read the Redis URL from.
 const EnvURL = "REDIS_URL"
 
+// urlSource is where a URL given to Open comes from, for its errors: a
+// user must tell the Redis they named from the embedded one.
+const urlSource = EnvURL + " or -redis"
+
 // tick is how often the embedded server's clock is advanced: the TTL
 // resolution of the embedded server.
 const tick = 50 * time.Millisecond
@@ -47,13 +51,15 @@ type Redis struct {
 
 // Open connects to url ("redis://host:port/db", see redis.ParseURL), or
 // starts an embedded miniredis when url is "". The connection is checked
-// with a PING bounded by ctx.
+// with a PING bounded by ctx. Its errors say which Redis failed, the one
+// the URL names or the embedded one, since "cannot reach" means something
+// else for each; and they never show the URL's user or password.
 func Open(ctx context.Context, url string) (*Redis, error) {
 	if url == "" {
 		return openEmbedded()
 	}
 	if _, err := redis.ParseURL(url); err != nil {
-		return nil, fmt.Errorf("embedded: %s: %w", EnvURL, parseError(url))
+		return nil, fmt.Errorf("%s: %w", urlSource, parseError(url))
 	}
 	opts := func() *redis.Options {
 		opt, _ := redis.ParseURL(url) // checked above
@@ -65,7 +71,7 @@ func Open(ctx context.Context, url string) (*Redis, error) {
 	r.Desc = "redis at " + addr
 	if err := r.Client.Ping(ctx).Err(); err != nil {
 		_ = r.Client.Close()
-		return nil, fmt.Errorf("embedded: cannot reach %s: %w", addr, err)
+		return nil, fmt.Errorf("cannot reach the Redis at %s named by %s: %w", addr, urlSource, err)
 	}
 	return r, nil
 }
@@ -119,7 +125,7 @@ func parseError(url string) error {
 func openEmbedded() (*Redis, error) {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("embedded: start miniredis: %w", err)
+		return nil, fmt.Errorf("cannot start the embedded miniredis (%s unset): %w", urlSource, err)
 	}
 	opts := func() *redis.Options { return &redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true} }
 	r := &Redis{

@@ -151,3 +151,22 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// An error about the Redis a URL names says so: it names where the URL
+// came from and never calls it the embedded one.
+func TestOpenErrorsNameTheRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	dead := srv.Addr()
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, url := range []string{"redis://" + dead + "/0", "http://nope", "redis://127.0.0.1:port"} {
+		_, err := embedded.Open(ctx, url)
+		if err == nil {
+			t.Fatalf("Open(%q) succeeded", url)
+		}
+		if msg := err.Error(); !strings.Contains(msg, embedded.EnvURL) || strings.Contains(strings.ToLower(msg), "embedded") {
+			t.Errorf("Open(%q): %s", url, msg)
+		}
+	}
+}
