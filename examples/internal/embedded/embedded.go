@@ -11,9 +11,11 @@ package embedded
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +31,16 @@ const EnvURL = "REDIS_URL"
 // user must tell the Redis they named from the embedded one.
 const urlSource = EnvURL + " or -redis"
 
+// The bounds of every client's I/O, so that a wrong URL (nothing listening,
+// a firewall dropping packets, rediss:// at a plaintext port) fails the
+// example within seconds instead of hanging it. A URL's own dial_timeout,
+// read_timeout or write_timeout, when given, wins.
+const (
+	dialTimeout = 3 * time.Second // connect and TLS handshake, per attempt
+	ioTimeout   = 3 * time.Second // each read or write without a ctx deadline
+	pingTimeout = 5 * time.Second // Open's check that the server answers
+)
+
 // tick is how often the embedded server's clock is advanced: the TTL
 // resolution of the embedded server.
 const tick = 50 * time.Millisecond
@@ -36,7 +48,8 @@ const tick = 50 * time.Millisecond
 // Redis is a connected go-redis client and, when embedded, the miniredis
 // behind it.
 type Redis struct {
-	// Client has ContextTimeoutEnabled, as core.New requires.
+	// Client has ContextTimeoutEnabled, as core.New requires, MaxRetries
+	// -1 and bounded dial and I/O timeouts (see bounded).
 	Client *redis.Client
 	// Desc says where the data lives, for the startup line.
 	Desc string
@@ -63,17 +76,69 @@ func Open(ctx context.Context, url string) (*Redis, error) {
 	}
 	opts := func() *redis.Options {
 		opt, _ := redis.ParseURL(url) // checked above
-		opt.ContextTimeoutEnabled = true
-		return opt
+		return bounded(opt)
 	}
 	r := &Redis{Client: redis.NewClient(opts()), opts: opts}
 	addr := r.Client.Options().Addr
 	r.Desc = "redis at " + addr
-	if err := r.Client.Ping(ctx).Err(); err != nil {
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := r.Client.Ping(pctx).Err(); err != nil {
 		_ = r.Client.Close()
-		return nil, fmt.Errorf("cannot reach the Redis at %s named by %s: %w", addr, urlSource, err)
+		hint := ""
+		if r.Client.Options().TLSConfig != nil && isTimeout(err) {
+			hint = " (rediss:// speaks TLS: does the server take TLS on that port?)"
+		}
+		return nil, fmt.Errorf("cannot reach the Redis at %s named by %s%s: %w", addr, urlSource, hint, err)
 	}
 	return r, nil
+}
+
+// bounded sets what every client of the examples has: ContextTimeoutEnabled
+// (core.New requires it); MaxRetries -1, the project's choice of no hidden
+// re-sends; one dial attempt instead of go-redis's five; dial, read and
+// write timeouts of seconds; and a dialer that ends a TLS handshake with its
+// context.
+func bounded(o *redis.Options) *redis.Options {
+	o.ContextTimeoutEnabled = true
+	if o.MaxRetries == 0 {
+		o.MaxRetries = -1
+	}
+	o.DialerRetries = 1
+	if o.DialTimeout == 0 {
+		o.DialTimeout = dialTimeout
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = ioTimeout
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = ioTimeout
+	}
+	o.Dialer = dialer(o.DialTimeout, o.TLSConfig)
+	return o
+}
+
+// dialer dials like go-redis's own dialer, but for TLS: go-redis uses
+// tls.DialWithDialer, which ignores the context, so a handshake the server
+// never answers (redis-server reading a ClientHello as an unfinished
+// command) is cut only by DialTimeout, on each dial attempt.
+// tls.Dialer.DialContext ends with the context as well, and its
+// NetDialer's Timeout bounds the connect and the handshake together.
+func dialer(timeout time.Duration, conf *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	nd := &net.Dialer{
+		Timeout:         max(timeout, 0), // < 0: the URL disabled it
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: 30 * time.Second, Interval: 5 * time.Second, Count: 3},
+	}
+	if conf == nil {
+		return nd.DialContext
+	}
+	td := &tls.Dialer{NetDialer: nd, Config: conf}
+	return td.DialContext
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // URLFlag defines -redis on fs and returns what to pass to Open once fs is
@@ -127,7 +192,7 @@ func openEmbedded() (*Redis, error) {
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("cannot start the embedded miniredis (%s unset): %w", urlSource, err)
 	}
-	opts := func() *redis.Options { return &redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true} }
+	opts := func() *redis.Options { return bounded(&redis.Options{Addr: mr.Addr()}) }
 	r := &Redis{
 		Client:   redis.NewClient(opts()),
 		opts:     opts,
