@@ -26,6 +26,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
 func main() {
@@ -48,16 +49,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", *addr)
+	// Listen first: nothing is printed for a service that cannot listen.
+	lis, err := serve.Listen(*addr)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, lis, getenv(embedded.EnvURL), *work, out)
+	return serveOrders(ctx, lis, getenv(embedded.EnvURL), *work, out)
 }
 
-// serve runs the service on lis until ctx ends, its locks on the Redis at
+// serveOrders runs the service on lis until ctx ends, its locks on the Redis at
 // redisURL ("": embedded). work is how long each order write takes.
-func serve(ctx context.Context, lis net.Listener, redisURL string, work time.Duration, out io.Writer) error {
+func serveOrders(ctx context.Context, lis net.Listener, redisURL string, work time.Duration, out io.Writer) error {
 	rdb, err := embedded.Open(ctx, redisURL)
 	if err != nil {
 		lis.Close()

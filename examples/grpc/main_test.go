@@ -19,13 +19,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
+	"github.com/lockkit/lockkit/examples/internal/exampletest"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// start runs serve on a loopback listener and returns a connection to it;
-// the server stops (and serve must return nil) at cleanup.
+// start runs serveOrders on a loopback listener and returns a connection to it;
+// the server stops (and serveOrders must return nil) at cleanup.
 func start(t *testing.T, redisURL string) *grpc.ClientConn {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,7 +36,7 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, lis, redisURL, 20*time.Millisecond, pw); pw.Close() }()
+	go func() { done <- serveOrders(ctx, lis, redisURL, 20*time.Millisecond, pw); pw.Close() }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil || !strings.Contains(line, "listening on "+lis.Addr().String()) {
 		t.Fatalf("first line %q, %v", line, err)
@@ -49,7 +50,7 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 		conn.Close()
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+			t.Errorf("serveOrders: %v", err)
 		}
 	})
 	return conn
@@ -191,6 +192,9 @@ func TestLockKey(t *testing.T) {
 		t.Fatal("empty order id gave a key")
 	}
 }
+
+// A port in use is an error naming it, with no banner printed.
+func TestRunPortInUse(t *testing.T) { exampletest.PortInUse(t, run) }
 
 // run listens where -addr says and stops when its context ends; a bad flag
 // or address is an error.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,6 +35,28 @@ func Command(t *testing.T, run RunFunc) {
 	t.Run("embedded redis", func(t *testing.T) {
 		Embedded(t, Start(t, run, nil, "-work", "0"))
 	})
+	t.Run("port in use", func(t *testing.T) { PortInUse(t, run) })
+}
+
+// PortInUse checks that run, asked to listen on a port that is taken,
+// fails with an error that names the address and prints nothing: no
+// banner announcing a service that is not there.
+func PortInUse(t *testing.T, run RunFunc) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out strings.Builder
+	err = run(ctx, []string{"-addr", taken.Addr().String()}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("run on a port in use: %v", err)
+	}
+	if out.Len() > 0 {
+		t.Errorf("run on a port in use printed:\n%s", out.String())
+	}
 }
 
 // Start runs the example on a free loopback port until the test ends and

@@ -40,7 +40,7 @@ func (c Command) Main() {
 
 // Run is Main with its inputs passed in (the tests call it): it serves
 // until ctx ends and writes "listening on http://<addr>" to out once it
-// listens.
+// listens. It prints nothing when it cannot listen or reach its Redis.
 func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	addr := fs.String("addr", serve.Addr(getenv, c.Addr), "listen address (env ADDR)")
@@ -49,13 +49,20 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Listen first: nothing is printed for a service that cannot listen.
+	ln, err := serve.Listen(*addr)
+	if err != nil {
+		return err
+	}
 	rdb, err := embedded.Open(ctx, getenv(embedded.EnvURL))
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer rdb.Close()
 	client, err := core.New(rdb.Client)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer client.Close()
@@ -65,5 +72,5 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	fmt.Fprintln(out, "  POST /tenant/export          lock tenant:<X-Tenant header> (400 without it)")
 	fmt.Fprintln(out, "  GET  /orders/:id             no lock")
 	h := c.NewRouter(Config{Client: client, Book: orders.NewStore(*work), NoLock: *noLock, Log: out})
-	return serve.Run(ctx, *addr, h, out)
+	return serve.Run(ctx, ln, h, out)
 }
