@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -99,6 +100,17 @@ func checkOrders(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if _, err := cl.RefundOrder(ctx, &ordersv1.RefundOrderRequest{OrderId: "42", AmountCents: n * 1000}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("refund above the balance: %v", err)
+	}
+
+	// A payment that would overflow the balance is refused and changes nothing.
+	if _, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: "big", AmountCents: math.MaxInt64}); err != nil {
+		t.Fatalf("PayOrder of MaxInt64: %v", err)
+	}
+	if _, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: "big", AmountCents: math.MaxInt64}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("PayOrder overflowing the balance: %v", err)
+	}
+	if o, err := cl.GetOrder(ctx, &ordersv1.GetOrderRequest{OrderId: "big"}); err != nil || o.GetBalanceCents() != math.MaxInt64 || o.GetPayments() != 1 {
+		t.Errorf("order after a refused payment: %v %v", o, err)
 	}
 
 	ships := make(chan codes.Code, 5)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -193,11 +194,38 @@ func OrdersService(t *testing.T, base string) {
 		t.Errorf("shipped %d times", shipped)
 	}
 
+	Amounts(t, base)
+
 	if r := Post(t, base+"/tenant/export"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "X-Tenant") {
 		t.Errorf("export without X-Tenant: %d %s", r.Status, r.Body)
 	}
 	if r := Post(t, base+"/tenant/export", "X-Tenant", "acme"); r.Status != http.StatusOK || !strings.Contains(r.Body, `"number":1`) {
 		t.Errorf("export: %d %s", r.Status, r.Body)
+	}
+}
+
+// Amounts checks the service at base refuses, with 400 and the order
+// unchanged, an ?amount= that is not a positive int64 of cents and a
+// payment that would overflow the balance.
+func Amounts(t *testing.T, base string) {
+	const max = "9223372036854775807" // math.MaxInt64
+	if r := Post(t, base+"/orders/big/pay?amount="+max); r.Status != http.StatusOK || r.Order.Balance != math.MaxInt64 {
+		t.Fatalf("pay %s: %d %s", max, r.Status, r.Body)
+	}
+	for _, a := range []string{max, "1", "0", "-1", "abc", "1.5", "9223372036854775808"} {
+		if r := Post(t, base+"/orders/big/pay?amount="+a); r.Status != http.StatusBadRequest {
+			t.Errorf("pay %s on a balance of %s: %d %s", a, max, r.Status, r.Body)
+		}
+	}
+	res, err := http.Get(base + "/orders/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o orders.Order
+	_ = json.NewDecoder(res.Body).Decode(&o)
+	res.Body.Close()
+	if o.Balance != math.MaxInt64 || o.Payments != 1 {
+		t.Errorf("order after refused payments: %+v", o)
 	}
 }
 
