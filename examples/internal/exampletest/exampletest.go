@@ -98,7 +98,9 @@ func Start(t *testing.T, run RunFunc, env map[string]string, args ...string) str
 	select {
 	case u, ok := <-urls:
 		if !ok {
-			t.Fatalf("the example exited: %v", <-done)
+			err := <-done
+			done <- err // for the cleanup, which waits for it
+			t.Fatalf("the example exited: %v", err)
 		}
 		return u
 	case <-time.After(15 * time.Second):
