@@ -20,6 +20,9 @@
 // the handlers: no lost update or double payment, no two holders of one
 // order at once, no write with a stale token accepted.
 //
+// As in every example, REDIS_URL is the Redis and -redis overrides it; the
+// replicas listen on loopback ports of the demo's choosing (no ADDR).
+//
 // Exit status: 0 when the witness holds, 1 when it fails, 2 when the demo
 // could not run (bad flag, Redis unreachable).
 package main

@@ -208,6 +208,30 @@ func TestLockKey(t *testing.T) {
 // A port in use is an error naming it, with no banner printed.
 func TestRunPortInUse(t *testing.T) { exampletest.PortInUse(t, run) }
 
+// Without -addr, run listens where ADDR says, as every example does.
+func TestRunAddrFromEnv(t *testing.T) { exampletest.AddrFromEnv(t, run) }
+
+// -redis is taken over REDIS_URL ("" asks for the embedded miniredis).
+func TestRunRedisFlag(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	env := func(k string) string { return map[string]string{"REDIS_URL": "http://nope"}[k] }
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", ""}, env, pw)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || !strings.Contains(line, "embedded miniredis") {
+		t.Errorf("first line %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
 // run listens where -addr says and stops when its context ends; a bad flag
 // or address is an error.
 func TestRun(t *testing.T) {

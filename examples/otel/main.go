@@ -16,6 +16,9 @@
 // Without an OTLP endpoint, spans and metrics are written to stdout as JSON
 // lines, followed by a summary: the span tree of both requests and the
 // lockkit metrics.
+//
+// As in every example, REDIS_URL is the Redis; this one has no flags, and
+// its replicas listen on loopback ports of its choosing (no ADDR).
 package main
 
 import (

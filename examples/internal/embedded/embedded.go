@@ -24,7 +24,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// EnvURL is the environment variable the examples read the Redis URL from.
+// EnvURL is the environment variable every example reads its Redis URL
+// from; -redis (URLFlag) overrides it in the examples with flags, all but
+// otel. The listen address is ADDR's (see serve.EnvAddr).
 const EnvURL = "REDIS_URL"
 
 // urlSource is where a URL given to Open comes from, for its errors: a

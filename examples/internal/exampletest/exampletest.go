@@ -37,6 +37,37 @@ func Command(t *testing.T, run RunFunc) {
 		Embedded(t, Start(t, run, nil, "-work", "0"))
 	})
 	t.Run("port in use", func(t *testing.T) { PortInUse(t, run) })
+	t.Run("ADDR", func(t *testing.T) { AddrFromEnv(t, run) })
+	t.Run("-redis over REDIS_URL", func(t *testing.T) {
+		// -redis "" asks for the embedded miniredis whatever REDIS_URL says.
+		Embedded(t, Start(t, run, map[string]string{"REDIS_URL": "http://nope"}, "-redis", "", "-work", "0"))
+	})
+}
+
+// AddrFromEnv checks that run, without -addr, listens where ADDR says. ADDR
+// names a port that is taken, so that an example reading it fails naming
+// it, while one that does not listens elsewhere and prints (which ends it
+// at once).
+func AddrFromEnv(t *testing.T, run RunFunc) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err = run(ctx, nil, func(k string) string { return map[string]string{"ADDR": taken.Addr().String()}[k] }, cancelOnWrite(cancel))
+	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+		t.Errorf("run with ADDR=%s: %v", taken.Addr(), err)
+	}
+}
+
+// cancelOnWrite is a writer that ends the run at its first output.
+type cancelOnWrite context.CancelFunc
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c()
+	return len(p), nil
 }
 
 // PortInUse checks that run, asked to listen on a port that is taken,

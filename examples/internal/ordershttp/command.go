@@ -18,9 +18,9 @@ import (
 )
 
 // Command is the main of an HTTP example of the orders service: its flags,
-// the lock client on REDIS_URL (or an embedded miniredis), a banner of the
-// routes, and the router served until SIGINT or SIGTERM. Only the name, the
-// default address and the router differ between gin and echo.
+// the lock client on REDIS_URL or -redis (or an embedded miniredis), a
+// banner of the routes, and the router served until SIGINT or SIGTERM. Only
+// the name, the default address and the router differ between gin and echo.
 type Command struct {
 	Name      string                    // "gin": the flag set's, the banner's and the error's
 	Addr      string                    // default listen address ($ADDR overrides it, -addr both)
@@ -43,7 +43,8 @@ func (c Command) Main() {
 // listens. It prints nothing when it cannot listen or reach its Redis.
 func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-	addr := fs.String("addr", serve.Addr(getenv, c.Addr), "listen address (env ADDR)")
+	addr := serve.AddrFlag(fs, getenv, c.Addr)
+	redisURL := embedded.URLFlag(fs, getenv)
 	work := fs.Duration("work", 20*time.Millisecond, "time each order write takes (a slow database)")
 	noLock := fs.Bool("nolock", false, "serve without the lock middleware (to watch updates get lost)")
 	if err := fs.Parse(args); err != nil {
@@ -54,7 +55,7 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	rdb, err := embedded.Open(ctx, getenv(embedded.EnvURL))
+	rdb, err := embedded.Open(ctx, redisURL())
 	if err != nil {
 		ln.Close()
 		return err

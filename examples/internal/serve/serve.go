@@ -7,6 +7,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -15,12 +16,24 @@ import (
 	"time"
 )
 
+// EnvAddr is the environment variable of an example's listen address. All
+// the examples with a listen address of their own (gin, echo, gRPC) read
+// this one, each with its own default port, and -addr overrides it; the
+// demo and the otel example listen on loopback ports of their choosing. The
+// Redis is REDIS_URL's everywhere (see embedded).
+const EnvAddr = "ADDR"
+
 // Addr is the listen address: $ADDR, else def (the examples default to loopback).
 func Addr(getenv func(string) string, def string) string {
-	if a := getenv("ADDR"); a != "" {
+	if a := getenv(EnvAddr); a != "" {
 		return a
 	}
 	return def
+}
+
+// AddrFlag defines -addr on fs, the listen address, defaulting to Addr.
+func AddrFlag(fs *flag.FlagSet, getenv func(string) string, def string) *string {
+	return fs.String("addr", Addr(getenv, def), "listen address (env "+EnvAddr+")")
 }
 
 // Listen opens an example's listener on addr. An example calls it before
@@ -30,9 +43,9 @@ func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return nil, fmt.Errorf("cannot listen on %s, the address is in use (another example still running?); choose another with -addr or ADDR: %w", addr, err)
+		return nil, fmt.Errorf("cannot listen on %s, the address is in use (another example still running?); choose another with -addr or %s: %w", addr, EnvAddr, err)
 	case err != nil:
-		return nil, fmt.Errorf("cannot listen on %s (-addr or ADDR): %w", addr, err)
+		return nil, fmt.Errorf("cannot listen on %s (-addr or %s): %w", addr, EnvAddr, err)
 	}
 	return ln, nil
 }
