@@ -20,6 +20,9 @@
 // the handlers: no lost update or double payment, no two holders of one
 // order at once, no write with a stale token accepted.
 //
+// As in every example, REDIS_URL is the Redis and -redis overrides it; the
+// replicas listen on loopback ports of the demo's choosing (no ADDR).
+//
 // Exit status: 0 when the witness holds, 1 when it fails, 2 when the demo
 // could not run (bad flag, Redis unreachable).
 package main
@@ -76,7 +79,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs.IntVar(&cfg.hot, "hot", 3, "hot orders (together they get half the requests)")
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time each order write takes between its read and its write (a slow database)")
 	fs.DurationVar(&cfg.wait, "wait", 3*time.Second, "how long pay and refund wait for a busy order before 409 / Aborted")
-	fs.StringVar(&cfg.redisURL, "redis", getenv(embedded.EnvURL), "Redis URL, redis://host:port/db (env "+embedded.EnvURL+"; empty: embedded miniredis)")
+	redisURL := embedded.URLFlag(fs, getenv)
 	fs.StringVar(&cfg.otlp, "otlp", getenv(EnvOTLP), "OTLP endpoint to export the lock's spans and metrics to (env "+EnvOTLP+"; empty: none)")
 	fs.BoolVar(&cfg.noLock, "nolock", false, "serve without the lock middleware, to watch the witness fail")
 	fs.Usage = func() {
@@ -86,6 +89,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
+	cfg.redisURL = redisURL()
 	switch {
 	case fs.NArg() > 0:
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())

@@ -144,7 +144,7 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"-concurrency", "0"}, exitError, "-concurrency must be"},
 		{[]string{"-wait", "-1s"}, exitError, "-wait must be"},
 		{[]string{"extra"}, exitError, "unexpected arguments"},
-		{[]string{"-duration", "1s"}, exitError, "cannot reach " + srv.Addr()}, // REDIS_URL from env
+		{[]string{"-duration", "1s"}, exitError, "cannot reach the Redis at " + srv.Addr() + " named by REDIS_URL"}, // from env
 		{[]string{"-redis", "http://nope"}, exitError, "REDIS_URL"},
 	} {
 		var out, errOut bytes.Buffer
@@ -165,6 +165,9 @@ func TestParse(t *testing.T) {
 	cfg, err = parse([]string{"-redis", "redis://x:2", "-otlp", "", "-nolock", "-hot", "0"}, env, &bytes.Buffer{})
 	if err != nil || cfg.redisURL != "redis://x:2" || cfg.otlp != "" || !cfg.noLock || cfg.hot != 0 {
 		t.Fatalf("flags over env: %+v %v", cfg, err)
+	}
+	if cfg, err = parse([]string{"-redis", ""}, env, &bytes.Buffer{}); err != nil || cfg.redisURL != "" {
+		t.Fatalf("-redis \"\" (the embedded miniredis) over env: %+v %v", cfg, err)
 	}
 	var out bytes.Buffer
 	extra, shutdown, err := observers(context.Background(), "http://127.0.0.1:1", &out)
@@ -217,5 +220,20 @@ func TestObserverThroughFanOut(t *testing.T) {
 			t.Errorf("observed %+v %+v waits %v holds %v", k, s.outcomes, s.waits, s.holds)
 		}
 		s.mu.Unlock()
+	}
+}
+
+// -h lists the flags with their defaults; the -redis default must not be
+// REDIS_URL's value, which may carry a password.
+func TestHelpHidesRedisURL(t *testing.T) {
+	env := func(k string) string {
+		return map[string]string{embedded.EnvURL: "redis://alice:hunterA@127.0.0.1:6379/0"}[k]
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, env, &out, &errOut); code != exitOK || !strings.Contains(errOut.String(), "-redis") {
+		t.Fatalf("-h: %d %s", code, errOut.String())
+	}
+	if s := out.String() + errOut.String(); strings.Contains(s, "hunter") || strings.Contains(s, "alice") {
+		t.Errorf("-h shows REDIS_URL's userinfo:\n%s", s)
 	}
 }

@@ -3,11 +3,14 @@
 // replicas, a tenant's export under "tenant:<X-Tenant>", and each write is
 // fenced with the lock's token.
 //
-//	go run ./examples/gin                     # embedded Redis (miniredis)
-//	REDIS_URL=redis://127.0.0.1:6379 go run ./examples/gin -addr 127.0.0.1:8080
+//	go run ./examples/gin     # embedded Redis (miniredis), on 127.0.0.1:8080
+//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go run ./examples/gin
+//	go run ./examples/gin -redis redis://127.0.0.1:6379 -addr 127.0.0.1:9091
 //
-// Start two on the same REDIS_URL (different -addr) to see two replicas
-// exclude each other; add -nolock to see concurrent payments lose updates.
+// As in every example, ADDR is the listen address and REDIS_URL the Redis;
+// the flags -addr and -redis override them. Start two on the same Redis
+// (different addresses) to see two replicas exclude each other; add -nolock
+// to see concurrent payments lose updates.
 //
 // The routes are examples/internal/ordersgin (the demo's gin replica
 // serves them too); the flags and the rest of main are ordershttp.Command,

@@ -2,11 +2,15 @@
 // (orders.v1.Orders): the order book the gin and echo examples serve over
 // HTTP (examples/internal/orders), with PayOrder, RefundOrder and ShipOrder
 // under the distributed lock order:<order_id> — the key the HTTP examples
-// take for /orders/:id — on REDIS_URL or, when unset, an embedded miniredis.
-// Each write is fenced with the lock's token.
+// take for /orders/:id — on the Redis of REDIS_URL (or -redis) or, when
+// unset, an embedded miniredis. Each write is fenced with the lock's token.
 //
 //	go run ./examples/grpc                      # listens on 127.0.0.1:50051
 //	grpcurl -plaintext -d '{"order_id":"42","amount_cents":1000}' 127.0.0.1:50051 orders.v1.Orders/PayOrder
+//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:50052 go run ./examples/grpc
+//
+// As in every example, ADDR is the listen address and REDIS_URL the Redis;
+// the flags -addr and -redis override them.
 //
 // Server reflection is on, so grpcurl needs no .proto file.
 package main
@@ -26,6 +30,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
 func main() {
@@ -39,25 +44,23 @@ func main() {
 
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet("grpc", flag.ContinueOnError)
-	def := getenv("GRPC_ADDR")
-	if def == "" {
-		def = "127.0.0.1:50051"
-	}
-	addr := fs.String("addr", def, "listen address (env GRPC_ADDR)")
+	addr := serve.AddrFlag(fs, getenv, "127.0.0.1:50051")
+	redisURL := embedded.URLFlag(fs, getenv)
 	work := fs.Duration("work", 20*time.Millisecond, "time each order write takes (a slow database)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", *addr)
+	// Listen first: nothing is printed for a service that cannot listen.
+	lis, err := serve.Listen(*addr)
 	if err != nil {
 		return err
 	}
-	return serve(ctx, lis, getenv(embedded.EnvURL), *work, out)
+	return serveOrders(ctx, lis, redisURL(), *work, out)
 }
 
-// serve runs the service on lis until ctx ends, its locks on the Redis at
+// serveOrders runs the service on lis until ctx ends, its locks on the Redis at
 // redisURL ("": embedded). work is how long each order write takes.
-func serve(ctx context.Context, lis net.Listener, redisURL string, work time.Duration, out io.Writer) error {
+func serveOrders(ctx context.Context, lis net.Listener, redisURL string, work time.Duration, out io.Writer) error {
 	rdb, err := embedded.Open(ctx, redisURL)
 	if err != nil {
 		lis.Close()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -19,13 +20,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
+	"github.com/lockkit/lockkit/examples/internal/exampletest"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// start runs serve on a loopback listener and returns a connection to it;
-// the server stops (and serve must return nil) at cleanup.
+// start runs serveOrders on a loopback listener and returns a connection to it;
+// the server stops (and serveOrders must return nil) at cleanup.
 func start(t *testing.T, redisURL string) *grpc.ClientConn {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,7 +37,7 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, lis, redisURL, 20*time.Millisecond, pw); pw.Close() }()
+	go func() { done <- serveOrders(ctx, lis, redisURL, 20*time.Millisecond, pw); pw.Close() }()
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	if err != nil || !strings.Contains(line, "listening on "+lis.Addr().String()) {
 		t.Fatalf("first line %q, %v", line, err)
@@ -49,7 +51,7 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 		conn.Close()
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+			t.Errorf("serveOrders: %v", err)
 		}
 	})
 	return conn
@@ -98,6 +100,17 @@ func checkOrders(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if _, err := cl.RefundOrder(ctx, &ordersv1.RefundOrderRequest{OrderId: "42", AmountCents: n * 1000}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("refund above the balance: %v", err)
+	}
+
+	// A payment that would overflow the balance is refused and changes nothing.
+	if _, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: "big", AmountCents: math.MaxInt64}); err != nil {
+		t.Fatalf("PayOrder of MaxInt64: %v", err)
+	}
+	if _, err := cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: "big", AmountCents: math.MaxInt64}); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("PayOrder overflowing the balance: %v", err)
+	}
+	if o, err := cl.GetOrder(ctx, &ordersv1.GetOrderRequest{OrderId: "big"}); err != nil || o.GetBalanceCents() != math.MaxInt64 || o.GetPayments() != 1 {
+		t.Errorf("order after a refused payment: %v %v", o, err)
 	}
 
 	ships := make(chan codes.Code, 5)
@@ -189,6 +202,33 @@ func TestLockKey(t *testing.T) {
 	}
 	if _, err := (&ordersv1.PayOrderRequest{}).LockKey(); err == nil {
 		t.Fatal("empty order id gave a key")
+	}
+}
+
+// A port in use is an error naming it, with no banner printed.
+func TestRunPortInUse(t *testing.T) { exampletest.PortInUse(t, run) }
+
+// Without -addr, run listens where ADDR says, as every example does.
+func TestRunAddrFromEnv(t *testing.T) { exampletest.AddrFromEnv(t, run) }
+
+// -redis is taken over REDIS_URL ("" asks for the embedded miniredis).
+func TestRunRedisFlag(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	env := func(k string) string { return map[string]string{"REDIS_URL": "http://nope"}[k] }
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-redis", ""}, env, pw)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || !strings.Contains(line, "embedded miniredis") {
+		t.Errorf("first line %q, %v", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
 	}
 }
 

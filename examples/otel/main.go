@@ -16,6 +16,9 @@
 // Without an OTLP endpoint, spans and metrics are written to stdout as JSON
 // lines, followed by a summary: the span tree of both requests and the
 // lockkit metrics.
+//
+// As in every example, REDIS_URL is the Redis; this one has no flags, and
+// its replicas listen on loopback ports of its choosing (no ADDR).
 package main
 
 import (
@@ -29,6 +32,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/otellock"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -60,12 +64,12 @@ func run(ctx context.Context, out io.Writer) (res *result, err error) {
 			err = errors.Join(err, tel.shutdown(context.WithoutCancel(ctx)))
 		}
 	}()
-	rs, err := openRedis(os.Getenv("REDIS_URL"))
+	rs, err := embedded.Open(ctx, os.Getenv(embedded.EnvURL))
 	if err != nil {
 		return nil, err
 	}
-	defer rs.close()
-	fmt.Fprintf(out, "# lockkit otel example: %s, telemetry to %s\n", rs.desc, tel.target)
+	defer func() { err = errors.Join(err, rs.Close()) }()
+	fmt.Fprintf(out, "# lockkit otel example: locks on %s, telemetry to %s\n", rs.Desc, tel.target)
 
 	// Both replicas use otellock.New() with no options: the global providers
 	// and propagator set up above.

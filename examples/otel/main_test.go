@@ -125,8 +125,8 @@ func TestExampleRedisURL(t *testing.T) {
 	t.Setenv("REDIS_URL", "redis://"+srv.Addr()+"/0")
 	res, out := runExample(t)
 	checkContendedPair(t, res.spans)
-	if !strings.Contains(out, "REDIS_URL "+srv.Addr()) {
-		t.Fatalf("output does not name REDIS_URL:\n%s", out)
+	if !strings.Contains(out, "locks on redis at "+srv.Addr()) {
+		t.Fatalf("output does not name the Redis of REDIS_URL:\n%s", out)
 	}
 }
 
@@ -263,4 +263,21 @@ func TestExampleOTLPGRPC(t *testing.T) {
 		t.Fatalf("output: %s", out)
 	}
 	col.check(t, out)
+}
+
+// A REDIS_URL that does not parse is refused without its password in the
+// error.
+func TestExampleBadRedisURL(t *testing.T) {
+	noOTLP(t)
+	t.Setenv("REDIS_URL", "redis://alice:hunterA@127.0.0.1:port/0")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	_, err := run(ctx, &out)
+	if err == nil {
+		t.Fatal("run succeeded")
+	}
+	if s := err.Error() + out.String(); strings.Contains(s, "hunter") || strings.Contains(s, "alice") {
+		t.Errorf("the userinfo is shown: %v\n%s", err, out.String())
+	}
 }

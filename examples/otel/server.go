@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/ginlock"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel"
@@ -33,11 +34,12 @@ type replica struct {
 	stopErr  error
 }
 
-// startReplica serves the order routes on a loopback port. obs is the
-// lockkit Observer (otellock.New()); hooks is the demo's way to order its
-// two requests and is nil in a real service.
-func startReplica(name string, rs *redisSource, obs core.Observer, hooks *demoHooks) (*replica, error) {
-	rdb := rs.client()
+// startReplica serves the order routes on a loopback port, with a go-redis
+// client of its own on rs (its own connection pool), as a separate process
+// would have. obs is the lockkit Observer (otellock.New()); hooks is the
+// demo's way to order its two requests and is nil in a real service.
+func startReplica(name string, rs *embedded.Redis, obs core.Observer, hooks *demoHooks) (*replica, error) {
+	rdb := rs.NewClient()
 	c, err := core.New(rdb, core.WithObserver(obs), core.WithOwner(name))
 	if err != nil {
 		_ = rdb.Close()

@@ -117,7 +117,8 @@ type PayOrderRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	OrderId string                 `protobuf:"bytes,1,opt,name=order_id,json=orderId,proto3" json:"order_id,omitempty"`
 	// amount_cents is the payment in cents; 0 (unset) means 100, like the
-	// HTTP routes without ?amount=. Negative is INVALID_ARGUMENT.
+	// HTTP routes without ?amount=. Negative is INVALID_ARGUMENT, and so is
+	// an amount that would overflow the order's balance (an int64).
 	AmountCents   int64 `protobuf:"varint,2,opt,name=amount_cents,json=amountCents,proto3" json:"amount_cents,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

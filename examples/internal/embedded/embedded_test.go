@@ -2,10 +2,23 @@ package embedded_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
 	"github.com/lockkit/lockkit/core"
@@ -98,5 +111,184 @@ func TestNewClient(t *testing.T) {
 		}
 		_ = c.Close()
 		_ = r.Close()
+	}
+}
+
+// No error of Open shows the user or password of the URL it was given,
+// whatever is wrong with the URL: not a Redis scheme, a bad port, a '/' in
+// the password (which makes the URL misparse around it), a bad database,
+// an unknown option, no scheme at all, or a server that is not there.
+func TestOpenNeverPrintsUserinfo(t *testing.T) {
+	srv := redistest.Start(t)
+	dead := srv.Addr()
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, url := range []string{
+		"http://alice:hunterA@127.0.0.1:6379",
+		"redis://alice:hunterA@127.0.0.1:port",
+		"redis://alice:hunterA/hunterB@127.0.0.1:6379/0",
+		"redis://alice:hunterA@127.0.0.1:6379/db",
+		"redis://alice:hunterA@127.0.0.1:6379/0?nope=1",
+		"redis://alice:hunter%zz@127.0.0.1:6379",
+		"redis://alice:hunterA@[::1",
+		"alice:hunterA@127.0.0.1:6379",
+		"redis://alice:hunterA@" + dead,
+		"rediss://alice:hunterA@" + dead,
+	} {
+		_, err := embedded.Open(ctx, url)
+		if err == nil {
+			t.Errorf("Open(%q) succeeded", url)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, "hunter") || strings.Contains(msg, "alice") {
+			t.Errorf("Open(%q): the error shows the userinfo: %s", url, msg)
+		}
+		t.Log(err)
+	}
+}
+
+func TestRedact(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379/0":             "redis://127.0.0.1:6379/0",
+		"redis://alice:pw@h:1/0":               "redis://xxxxx@h:1/0",
+		"rediss://:pw@h:1":                     "rediss://xxxxx@h:1",
+		"redis://alice:p/w@x@h:1":              "redis://xxxxx@h:1",
+		"alice:pw@h:1":                         "xxxxx@h:1",
+		"":                                     "",
+		"unix://alice:pw@/run/redis.sock?db=1": "unix://xxxxx@/run/redis.sock?db=1",
+	} {
+		if got := embedded.Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// An error about the Redis a URL names says so: it names where the URL
+// came from and never calls it the embedded one.
+func TestOpenErrorsNameTheRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	dead := srv.Addr()
+	srv.Kill()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, url := range []string{"redis://" + dead + "/0", "http://nope", "redis://127.0.0.1:port"} {
+		_, err := embedded.Open(ctx, url)
+		if err == nil {
+			t.Fatalf("Open(%q) succeeded", url)
+		}
+		if msg := err.Error(); !strings.Contains(msg, embedded.EnvURL) || strings.Contains(strings.ToLower(msg), "embedded") {
+			t.Errorf("Open(%q): %s", url, msg)
+		}
+	}
+}
+
+// A rediss:// URL at a plaintext server fails within seconds: the TLS
+// handshake, which redis-server never answers, is bounded (go-redis would
+// otherwise dial five times, each waiting out its dial timeout: 25s).
+func TestOpenTLSMismatchFailsFast(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := embedded.Open(ctx, "rediss://"+srv.Addr()+"/0")
+	took := time.Since(start)
+	if err == nil {
+		r.Close()
+		t.Fatal("Open of a rediss:// URL at a plaintext server succeeded")
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %v to fail: %v", took, err)
+	}
+	t.Logf("failed in %v: %v", took, err)
+}
+
+// Every client Open and NewClient make has the options the examples rely
+// on: ContextTimeoutEnabled (core.New requires it), no re-sends
+// (MaxRetries -1), and dial, read and write timeouts of seconds.
+func TestClientOptions(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, url := range []string{"", "redis://" + srv.Addr() + "/0"} {
+		r, err := embedded.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := r.NewClient()
+		// (A client's Options are normalised: MaxRetries -1 reads 0, an
+		// unset MaxRetries 3.)
+		for _, o := range []*redis.Options{r.Client.Options(), c.Options()} {
+			if !o.ContextTimeoutEnabled || o.MaxRetries != 0 || o.DialerRetries != 1 ||
+				o.DialTimeout <= 0 || o.DialTimeout > 5*time.Second ||
+				o.ReadTimeout <= 0 || o.ReadTimeout > 5*time.Second || o.WriteTimeout <= 0 || o.WriteTimeout > 5*time.Second {
+				t.Errorf("%q: options %+v", url, o)
+			}
+		}
+		_ = c.Close()
+		_ = r.Close()
+	}
+}
+
+// A rediss:// URL reaches a redis-server that speaks TLS (through the
+// examples' own dialer, which replaces go-redis's).
+func TestOpenTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	writeSelfSigned(t, cert, key)
+	l, err := net.Listen("tcp", "127.0.0.1:0") // a free port for TLS
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsPort := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	redistest.Start(t, redistest.WithArgs("--tls-port", tlsPort, "--tls-cert-file", cert, "--tls-key-file", key, "--tls-auth-clients", "no"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := embedded.Open(ctx, "rediss://127.0.0.1:"+tlsPort+"/0?skip_verify=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := r.NewClient()
+	defer c.Close()
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Client.Get(ctx, "k").Result(); err != nil || v != "v" {
+		t.Fatalf("GET over TLS: %q %v", v, err)
+	}
+}
+
+// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
+// key, PEM-encoded.
+func writeSelfSigned(t *testing.T, certFile, keyFile string) {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pk}), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

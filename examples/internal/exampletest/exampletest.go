@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,6 +36,59 @@ func Command(t *testing.T, run RunFunc) {
 	t.Run("embedded redis", func(t *testing.T) {
 		Embedded(t, Start(t, run, nil, "-work", "0"))
 	})
+	t.Run("port in use", func(t *testing.T) { PortInUse(t, run) })
+	t.Run("ADDR", func(t *testing.T) { AddrFromEnv(t, run) })
+	t.Run("-redis over REDIS_URL", func(t *testing.T) {
+		// -redis "" asks for the embedded miniredis whatever REDIS_URL says.
+		Embedded(t, Start(t, run, map[string]string{"REDIS_URL": "http://nope"}, "-redis", "", "-work", "0"))
+	})
+}
+
+// AddrFromEnv checks that run, without -addr, listens where ADDR says. ADDR
+// names a port that is taken, so that an example reading it fails naming
+// it, while one that does not listens elsewhere and prints (which ends it
+// at once).
+func AddrFromEnv(t *testing.T, run RunFunc) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	err = run(ctx, nil, func(k string) string { return map[string]string{"ADDR": taken.Addr().String()}[k] }, cancelOnWrite(cancel))
+	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) {
+		t.Errorf("run with ADDR=%s: %v", taken.Addr(), err)
+	}
+}
+
+// cancelOnWrite is a writer that ends the run at its first output.
+type cancelOnWrite context.CancelFunc
+
+func (c cancelOnWrite) Write(p []byte) (int, error) {
+	c()
+	return len(p), nil
+}
+
+// PortInUse checks that run, asked to listen on a port that is taken,
+// fails with an error that names the address and prints nothing: no
+// banner announcing a service that is not there.
+func PortInUse(t *testing.T, run RunFunc) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var out strings.Builder
+	err = run(ctx, []string{"-addr", taken.Addr().String()}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), taken.Addr().String()) || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("run on a port in use: %v", err)
+	}
+	if out.Len() > 0 {
+		t.Errorf("run on a port in use printed:\n%s", out.String())
+	}
 }
 
 // Start runs the example on a free loopback port until the test ends and
@@ -74,7 +129,9 @@ func Start(t *testing.T, run RunFunc, env map[string]string, args ...string) str
 	select {
 	case u, ok := <-urls:
 		if !ok {
-			t.Fatalf("the example exited: %v", <-done)
+			err := <-done
+			done <- err // for the cleanup, which waits for it
+			t.Fatalf("the example exited: %v", err)
 		}
 		return u
 	case <-time.After(15 * time.Second):
@@ -170,11 +227,38 @@ func OrdersService(t *testing.T, base string) {
 		t.Errorf("shipped %d times", shipped)
 	}
 
+	Amounts(t, base)
+
 	if r := Post(t, base+"/tenant/export"); r.Status != http.StatusBadRequest || !strings.Contains(r.Body, "X-Tenant") {
 		t.Errorf("export without X-Tenant: %d %s", r.Status, r.Body)
 	}
 	if r := Post(t, base+"/tenant/export", "X-Tenant", "acme"); r.Status != http.StatusOK || !strings.Contains(r.Body, `"number":1`) {
 		t.Errorf("export: %d %s", r.Status, r.Body)
+	}
+}
+
+// Amounts checks the service at base refuses, with 400 and the order
+// unchanged, an ?amount= that is not a positive int64 of cents and a
+// payment that would overflow the balance.
+func Amounts(t *testing.T, base string) {
+	const max = "9223372036854775807" // math.MaxInt64
+	if r := Post(t, base+"/orders/big/pay?amount="+max); r.Status != http.StatusOK || r.Order.Balance != math.MaxInt64 {
+		t.Fatalf("pay %s: %d %s", max, r.Status, r.Body)
+	}
+	for _, a := range []string{max, "1", "0", "-1", "abc", "1.5", "9223372036854775808"} {
+		if r := Post(t, base+"/orders/big/pay?amount="+a); r.Status != http.StatusBadRequest {
+			t.Errorf("pay %s on a balance of %s: %d %s", a, max, r.Status, r.Body)
+		}
+	}
+	res, err := http.Get(base + "/orders/big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o orders.Order
+	_ = json.NewDecoder(res.Body).Decode(&o)
+	res.Body.Close()
+	if o.Balance != math.MaxInt64 || o.Payments != 1 {
+		t.Errorf("order after refused payments: %+v", o)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -27,6 +28,9 @@ var (
 	ErrNotPaid        = errors.New("orders: nothing paid to refund or ship")
 	ErrAlreadyShipped = errors.New("orders: already shipped")
 	ErrBadAmount      = errors.New("orders: amount must be a positive number of cents")
+	// ErrOverflow refuses a payment the balance cannot hold: an int64 of
+	// cents would wrap around to a negative balance.
+	ErrOverflow = errors.New("orders: amount too large: the balance would overflow")
 )
 
 // Order is one order's state.
@@ -88,13 +92,17 @@ func (s *Store) Get(id string) Order {
 	return o
 }
 
-// Pay adds cents to the order's balance. token is the fencing token of
-// the lock the caller holds on the order.
+// Pay adds cents to the order's balance, unless the sum would overflow
+// (ErrOverflow). token is the fencing token of the lock the caller holds on
+// the order.
 func (s *Store) Pay(ctx context.Context, id string, token, cents int64) (Order, error) {
 	if cents <= 0 {
 		return Order{}, ErrBadAmount
 	}
 	return s.update(ctx, id, token, func(o *Order) error {
+		if o.Balance > math.MaxInt64-cents {
+			return fmt.Errorf("%w: %d + %d cents", ErrOverflow, o.Balance, cents)
+		}
 		o.Balance += cents
 		o.Payments++
 		return nil
@@ -189,7 +197,7 @@ func HTTPStatus(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK
-	case errors.Is(err, ErrBadAmount):
+	case errors.Is(err, ErrBadAmount), errors.Is(err, ErrOverflow):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrStaleToken), errors.Is(err, ErrNotPaid), errors.Is(err, ErrAlreadyShipped):
 		return http.StatusConflict

@@ -3,6 +3,7 @@ package orders_test
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"testing"
 	"time"
@@ -73,5 +74,27 @@ func TestRules(t *testing.T) {
 		if _, err := orders.ParseAmount(in); !errors.Is(err, orders.ErrBadAmount) {
 			t.Errorf("ParseAmount(%q) = %v", in, err)
 		}
+	}
+}
+
+// A payment that would overflow the balance is refused (400) and changes
+// nothing; one that fits right up to the limit is taken.
+func TestPayOverflow(t *testing.T) {
+	s := orders.NewStore(0)
+	ctx := context.Background()
+	if _, err := s.Pay(ctx, "1", 1, math.MaxInt64-1); err != nil {
+		t.Fatal(err)
+	}
+	if o, err := s.Pay(ctx, "1", 2, 1); err != nil || o.Balance != math.MaxInt64 {
+		t.Fatalf("pay up to the limit: %+v %v", o, err)
+	}
+	for _, cents := range []int64{1, math.MaxInt64} {
+		o, err := s.Pay(ctx, "1", 3, cents)
+		if !errors.Is(err, orders.ErrOverflow) || orders.HTTPStatus(err) != http.StatusBadRequest {
+			t.Errorf("pay %d on a balance of MaxInt64: %+v %v", cents, o, err)
+		}
+	}
+	if o := s.Get("1"); o.Balance != math.MaxInt64 || o.Payments != 2 || o.Token != 2 {
+		t.Fatalf("after refused payments: %+v", o)
 	}
 }

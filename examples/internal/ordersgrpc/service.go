@@ -106,7 +106,7 @@ func amount(id string, cents int64) (int64, error) {
 // to HTTP statuses.
 func statusOf(err error) error {
 	switch {
-	case errors.Is(err, orders.ErrBadAmount):
+	case errors.Is(err, orders.ErrBadAmount), errors.Is(err, orders.ErrOverflow):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, orders.ErrNotPaid), errors.Is(err, orders.ErrAlreadyShipped):
 		return status.Error(codes.FailedPrecondition, err.Error())

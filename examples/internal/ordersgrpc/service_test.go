@@ -17,6 +17,7 @@ import (
 func TestStatusOf(t *testing.T) {
 	for err, want := range map[error]codes.Code{
 		orders.ErrBadAmount:                       codes.InvalidArgument,
+		fmt.Errorf("x: %w", orders.ErrOverflow):   codes.InvalidArgument,
 		orders.ErrNotPaid:                         codes.FailedPrecondition,
 		orders.ErrAlreadyShipped:                  codes.FailedPrecondition,
 		fmt.Errorf("x: %w", orders.ErrStaleToken): codes.Aborted,

@@ -18,9 +18,9 @@ import (
 )
 
 // Command is the main of an HTTP example of the orders service: its flags,
-// the lock client on REDIS_URL (or an embedded miniredis), a banner of the
-// routes, and the router served until SIGINT or SIGTERM. Only the name, the
-// default address and the router differ between gin and echo.
+// the lock client on REDIS_URL or -redis (or an embedded miniredis), a
+// banner of the routes, and the router served until SIGINT or SIGTERM. Only
+// the name, the default address and the router differ between gin and echo.
 type Command struct {
 	Name      string                    // "gin": the flag set's, the banner's and the error's
 	Addr      string                    // default listen address ($ADDR overrides it, -addr both)
@@ -40,22 +40,30 @@ func (c Command) Main() {
 
 // Run is Main with its inputs passed in (the tests call it): it serves
 // until ctx ends and writes "listening on http://<addr>" to out once it
-// listens.
+// listens. It prints nothing when it cannot listen or reach its Redis.
 func (c Command) Run(ctx context.Context, args []string, getenv func(string) string, out io.Writer) error {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
-	addr := fs.String("addr", serve.Addr(getenv, c.Addr), "listen address (env ADDR)")
+	addr := serve.AddrFlag(fs, getenv, c.Addr)
+	redisURL := embedded.URLFlag(fs, getenv)
 	work := fs.Duration("work", 20*time.Millisecond, "time each order write takes (a slow database)")
 	noLock := fs.Bool("nolock", false, "serve without the lock middleware (to watch updates get lost)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	rdb, err := embedded.Open(ctx, getenv(embedded.EnvURL))
+	// Listen first: nothing is printed for a service that cannot listen.
+	ln, err := serve.Listen(*addr)
 	if err != nil {
+		return err
+	}
+	rdb, err := embedded.Open(ctx, redisURL())
+	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer rdb.Close()
 	client, err := core.New(rdb.Client)
 	if err != nil {
+		ln.Close()
 		return err
 	}
 	defer client.Close()
@@ -65,5 +73,5 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	fmt.Fprintln(out, "  POST /tenant/export          lock tenant:<X-Tenant header> (400 without it)")
 	fmt.Fprintln(out, "  GET  /orders/:id             no lock")
 	h := c.NewRouter(Config{Client: client, Book: orders.NewStore(*work), NoLock: *noLock, Log: out})
-	return serve.Run(ctx, *addr, h, out)
+	return serve.Run(ctx, ln, h, out)
 }

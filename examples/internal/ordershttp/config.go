@@ -18,7 +18,8 @@
 // Lock-Token header, and every write carries it into the book, which
 // refuses a token older than the last. A 409 from the lock carries
 // Retry-After; a 409 from the order's rules (refund above the balance,
-// already shipped) does not.
+// already shipped) does not. An amount that is not a positive int64 of
+// cents, or that would overflow the order's balance, is a 400.
 package ordershttp
 
 import (

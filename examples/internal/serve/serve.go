@@ -1,34 +1,60 @@
 // Package serve runs an example's HTTP server: listen, say where, serve
 // until the context ends, shut down gracefully. Framework-free: it takes
-// any http.Handler (a gin engine, an echo instance).
+// any http.Handler (a gin engine, an echo instance). Addr and Listen are
+// for every example with a listen address of its own, gRPC's too.
 package serve
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 )
 
+// EnvAddr is the environment variable of an example's listen address. All
+// the examples with a listen address of their own (gin, echo, gRPC) read
+// this one, each with its own default port, and -addr overrides it; the
+// demo and the otel example listen on loopback ports of their choosing. The
+// Redis is REDIS_URL's everywhere (see embedded).
+const EnvAddr = "ADDR"
+
 // Addr is the listen address: $ADDR, else def (the examples default to loopback).
 func Addr(getenv func(string) string, def string) string {
-	if a := getenv("ADDR"); a != "" {
+	if a := getenv(EnvAddr); a != "" {
 		return a
 	}
 	return def
 }
 
-// Run listens on addr, writes "listening on http://<addr>" (with the real
-// port when addr ends in :0) to out, and serves h until ctx ends; then it
-// stops accepting and waits up to 10s for requests in flight.
-func Run(ctx context.Context, addr string, h http.Handler, out io.Writer) error {
+// AddrFlag defines -addr on fs, the listen address, defaulting to Addr.
+func AddrFlag(fs *flag.FlagSet, getenv func(string) string, def string) *string {
+	return fs.String("addr", Addr(getenv, def), "listen address (env "+EnvAddr+")")
+}
+
+// Listen opens an example's listener on addr. An example calls it before
+// it prints anything, so that a port in use fails with this error alone,
+// not after a banner announcing a service that is not there.
+func Listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("cannot listen on %s, the address is in use (another example still running?); choose another with -addr or %s: %w", addr, EnvAddr, err)
+	case err != nil:
+		return nil, fmt.Errorf("cannot listen on %s (-addr or %s): %w", addr, EnvAddr, err)
 	}
+	return ln, nil
+}
+
+// Run writes "listening on http://<addr>" (with the real port when the
+// address asked for was :0) to out and serves h on ln until ctx ends; then
+// it stops accepting and waits up to 10s for requests in flight. ln is
+// closed when Run returns.
+func Run(ctx context.Context, ln net.Listener, h http.Handler, out io.Writer) error {
 	fmt.Fprintf(out, "listening on http://%s\n", ln.Addr())
 	s := Start(ln, h)
 	select {
