@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
@@ -221,40 +220,5 @@ func TestRedisHung(t *testing.T) {
 	case <-l.Done():
 	default:
 		t.Fatal("Release did not end the lease")
-	}
-}
-
-// One test proves the engine runs on miniredis, the examples' embedded
-// default (behaviour is tested on real redis-server).
-func TestEngineRunsOnMiniredis(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
-	defer rdb.Close()
-	a := newClientOn(t, rdb)
-	rec := newRecorder()
-	b := newClientOn(t, redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true}), core.WithObserver(rec))
-	ctx := testkit.Context(t, 10*time.Second)
-	l, err := a.Acquire(ctx, "order:42")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.TryAcquire(ctx, "order:42"); !errors.Is(err, core.ErrNotAcquired) {
-		t.Fatalf("TryAcquire held = %v", err)
-	}
-	res := startWaiter(ctx, b, "order:42")
-	// The TryAcquire above and the waiter's first attempt were contended.
-	testkit.WaitFor(t, 5*time.Second, "the waiter to meet the holder", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if r.l.Token() <= l.Token() {
-		t.Fatalf("tokens %d then %d", l.Token(), r.l.Token())
-	}
-	if err := r.l.Release(ctx); err != nil {
-		t.Fatal(err)
 	}
 }

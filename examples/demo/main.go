@@ -6,9 +6,9 @@
 // route and RPC that changes order <id> locks order:<id>, whatever serves
 // it.
 //
-//	go run ./examples/demo
-//	REDIS_URL=redis://127.0.0.1:6379/0 go run ./examples/demo -duration 10s
-//	go run ./examples/demo -nolock     # the same traffic without the lock: the witness fails
+//	go -C examples run ./demo
+//	REDIS_URL=redis://127.0.0.1:6379/0 go -C examples run ./demo -duration 10s
+//	go -C examples run ./demo -nolock     # the same traffic without the lock: the witness fails
 //
 // For a few seconds many clients pay, refund and ship a few hot orders and
 // many cold ones over all three replicas (pay and refund wait for the lock,

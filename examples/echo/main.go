@@ -3,9 +3,9 @@
 // replicas, a tenant's export under "tenant:<X-Tenant>", and each write is
 // fenced with the lock's token.
 //
-//	go run ./examples/echo    # embedded Redis (miniredis), on 127.0.0.1:8081
-//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go run ./examples/echo
-//	go run ./examples/echo -redis redis://127.0.0.1:6379 -addr 127.0.0.1:9091
+//	go -C examples run ./echo    # embedded Redis (miniredis), on 127.0.0.1:8081
+//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go -C examples run ./echo
+//	go -C examples run ./echo -redis redis://127.0.0.1:6379 -addr 127.0.0.1:9091
 //
 // As in every example, ADDR is the listen address and REDIS_URL the Redis;
 // the flags -addr and -redis override them. Start two on the same Redis

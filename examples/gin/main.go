@@ -3,9 +3,9 @@
 // replicas, a tenant's export under "tenant:<X-Tenant>", and each write is
 // fenced with the lock's token.
 //
-//	go run ./examples/gin     # embedded Redis (miniredis), on 127.0.0.1:8080
-//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go run ./examples/gin
-//	go run ./examples/gin -redis redis://127.0.0.1:6379 -addr 127.0.0.1:9091
+//	go -C examples run ./gin     # embedded Redis (miniredis), on 127.0.0.1:8080
+//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go -C examples run ./gin
+//	go -C examples run ./gin -redis redis://127.0.0.1:6379 -addr 127.0.0.1:9091
 //
 // As in every example, ADDR is the listen address and REDIS_URL the Redis;
 // the flags -addr and -redis override them. Start two on the same Redis

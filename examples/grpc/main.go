@@ -5,9 +5,9 @@
 // take for /orders/:id — on the Redis of REDIS_URL (or -redis) or, when
 // unset, an embedded miniredis. Each write is fenced with the lock's token.
 //
-//	go run ./examples/grpc                      # listens on 127.0.0.1:50051
+//	go -C examples run ./grpc                      # listens on 127.0.0.1:50051
 //	grpcurl -plaintext -d '{"order_id":"42","amount_cents":1000}' 127.0.0.1:50051 orders.v1.Orders/PayOrder
-//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:50052 go run ./examples/grpc
+//	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:50052 go -C examples run ./grpc
 //
 // As in every example, ADDR is the listen address and REDIS_URL the Redis;
 // the flags -addr and -redis override them.

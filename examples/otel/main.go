@@ -8,10 +8,10 @@
 // lock.acquire span, in the holder's trace: a tracing UI jumps from "why was
 // this request slow" to "who held the lock".
 //
-//	go run ./examples/otel                    # embedded Redis, spans and metrics to stdout
-//	REDIS_URL=redis://localhost:6379/0 go run ./examples/otel
-//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go run ./examples/otel
-//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc go run ./examples/otel
+//	go -C examples run ./otel                    # embedded Redis, spans and metrics to stdout
+//	REDIS_URL=redis://localhost:6379/0 go -C examples run ./otel
+//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go -C examples run ./otel
+//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc go -C examples run ./otel
 //
 // Without an OTLP endpoint, spans and metrics are written to stdout as JSON
 // lines, followed by a summary: the span tree of both requests and the

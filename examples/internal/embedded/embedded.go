@@ -1,5 +1,5 @@
 // Package embedded gives the examples a Redis: the one REDIS_URL names, or
-// when it is unset an in-process miniredis, so `go run ./examples/...`
+// when it is unset an in-process miniredis, so `go -C examples run ./...`
 // works on a machine with no Redis at all. It knows nothing of any web
 // framework; the gin, echo, gRPC and otel examples and the demo share it.
 //
