@@ -204,9 +204,28 @@ func (a *acquisition) callErr(ctx context.Context, err error) error {
 	return unavailable("acquire", a.key, err)
 }
 
+// ctxErr is the error of an acquire that the caller's context ended. A
+// call can fail at the context's deadline (go-redis makes it the socket
+// deadline) a moment before the context's timer marks it done; that moment
+// is waited out, bounded by ctxLag, so that ctx.Err() — which Classify and
+// the adapters consult, never the error's text — agrees with the error
+// once Acquire returns.
 func (a *acquisition) ctxErr() error {
-	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, ctxEnded(a.ctx))
+	err := ctxEnded(a.ctx)
+	if a.ctx.Err() == nil {
+		t := time.NewTimer(ctxLag)
+		select {
+		case <-a.ctx.Done():
+			err = a.ctx.Err()
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, err)
 }
+
+// ctxLag bounds the wait for a context past its deadline to report it.
+const ctxLag = time.Second
 
 func (a *acquisition) notAcquired(h Holder) error {
 	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum}
