@@ -35,9 +35,12 @@ import (
 // ErrNotAcquired (a timeout) that unwraps to the retry's failure. The last
 // thing Redis said is that another owner holds the lock; reporting
 // ErrUnavailable would let a fail-open caller run against a lock known to
-// be held. A Redis error before the budget ends is still ErrUnavailable at
-// once, whatever was seen: the caller learns of the failure rather than
-// waiting out the budget on it.
+// be held. A Redis error before the budget ends — a go-redis read timeout
+// shorter than the budget included — is still ErrUnavailable at once,
+// whatever was seen: Redis has failed rather than kept the caller waiting,
+// and the caller learns of it instead of waiting out the budget. So with a
+// hung Redis after the lock was seen held, which of the I/O timeout and
+// the budget ends first decides between the two.
 //
 // Uncontended, Acquire is one round trip. The caller must Release the lease;
 // its Context ends if the lease is lost.
