@@ -26,11 +26,12 @@ func ioTimeout(d time.Duration) func(*redis.Options) {
 }
 
 // acquireSends is a go-redis hook that announces every acquire script the
-// client sends: an EVAL/EVALSHA on a lock key without a channel argument
-// (the release script names the notification channel, lockkit:v1:c:...).
-type acquireSends struct{ ch chan struct{} }
+// client sends, with its time: an EVAL/EVALSHA on a lock key without a
+// channel argument (the release script names the notification channel,
+// lockkit:v1:c:...).
+type acquireSends struct{ ch chan time.Time }
 
-func newAcquireSends() *acquireSends { return &acquireSends{ch: make(chan struct{}, 64)} }
+func newAcquireSends() *acquireSends { return &acquireSends{ch: make(chan time.Time, 64)} }
 
 func (h *acquireSends) DialHook(next redis.DialHook) redis.DialHook { return next }
 
@@ -62,7 +63,7 @@ func (h *acquireSends) note(cmd redis.Cmder) {
 	}
 	if lockKey && !channel {
 		select {
-		case h.ch <- struct{}{}:
+		case h.ch <- time.Now():
 		default:
 		}
 	}
@@ -193,7 +194,12 @@ func TestFrozenRedisAfterSeenHeld(t *testing.T) {
 
 	srv.Pause()
 	defer srv.Resume()
-	testkit.Recv(t, sends.ch, 5*time.Second, "the head's retry while Redis is frozen")
+	pausedAt := time.Now()
+	for range 5 { // a retry sent before the pause was answered: wait for the next
+		if at := testkit.Recv(t, sends.ch, 5*time.Second, "the head's retry while Redis is frozen"); !at.Before(pausedAt) {
+			break
+		}
+	}
 	late := startWaiter(ctx, c, key, core.Wait(300*time.Millisecond))
 	r := testkit.Recv(t, late, 5*time.Second, "the waiter that queued behind the unanswered retry")
 	wantUnavailable(t, ctx, "waiter queued behind the unanswered retry", r.err)
@@ -240,7 +246,7 @@ func TestFrozenRedisCallerContextWins(t *testing.T) {
 
 	srv.Pause()
 	defer srv.Resume()
-	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	head := startWaiter(dctx, c, key, core.Wait(2*time.Second))
 	testkit.Recv(t, sends.ch, 5*time.Second, "the head's acquire sent")
