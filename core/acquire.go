@@ -11,9 +11,36 @@ import (
 
 // Acquire takes the lock on key, waiting while another owner holds it: in
 // this Client's FIFO queue for the key, then (as its head) for the release
-// notification, never by polling. It returns when the lock is held, when the
-// wait budget (Wait) runs out (ErrNotAcquired), when ctx ends (an error
-// matching ctx.Err()), on Redis failure (ErrUnavailable) or on Close.
+// notification, never by polling. It returns when the lock is held, or with
+//   - an error matching ctx.Err() when ctx ends first, whatever else happened;
+//   - ErrNotAcquired when the wait budget (Wait) runs out after the lock was
+//     seen held during this wait, or at once when a lease of this Client
+//     holds it (NoWait) or the local queue is full (MaxWaiters);
+//   - ErrUnavailable when Redis answers with an error, or when the budget
+//     runs out and nobody was seen holding the lock: Redis did not answer
+//     in time (the cause says "no answer from redis within the wait
+//     budget"). This is true of a waiter queued behind this Client's head
+//     as well: the head's unanswered attempt tells it nothing about a holder;
+//   - ErrClosed on Close.
+//
+// Seen held means an answer of Redis naming another holder (to this
+// caller's attempt, or to the head of its queue while it waited behind it,
+// or just before it queued if the head was still waiting on that answer),
+// or a lease of this Client holding the key. A Redis that stops answering
+// is not contention: a fail-open adapter runs its handler unlocked on
+// ErrUnavailable only, and a hung Redis is exactly when it should.
+//
+// The mixed case — seen held, then a retry (after a notification or the
+// fallback timer) that Redis has not answered when the budget ends — is
+// ErrNotAcquired (a timeout) that unwraps to the retry's failure. The last
+// thing Redis said is that another owner holds the lock; reporting
+// ErrUnavailable would let a fail-open caller run against a lock known to
+// be held. A Redis error before the budget ends — a go-redis read timeout
+// shorter than the budget included — is still ErrUnavailable at once,
+// whatever was seen: Redis has failed rather than kept the caller waiting,
+// and the caller learns of it instead of waiting out the budget. So with a
+// hung Redis after the lock was seen held, which of the I/O timeout and
+// the budget ends first decides between the two.
 //
 // Uncontended, Acquire is one round trip. The caller must Release the lease;
 // its Context ends if the lease is lost.
@@ -68,6 +95,11 @@ type acquisition struct {
 	last     acquireReply // the last contended reply
 	fence    int64
 	sent     time.Time // send time of the successful attempt
+
+	// w is the acquisition's place in the local queue (waits only); seen:
+	// Redis answered one of its attempts "held by another owner".
+	w    *waiter
+	seen bool
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
@@ -171,6 +203,9 @@ func (a *acquisition) asHolder() Holder {
 // lock is given back rather than held on a lease that may be gone.
 func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	a.attempts++
+	if a.w != nil {
+		a.c.asking(a.names.key)
+	}
 	sent := time.Now()
 	rep, err := a.c.b.acquire(ctx, a.names, a.req)
 	if err != nil {
@@ -180,41 +215,124 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		return false, a.callErr(ctx, err)
 	}
 	if !rep.ok {
-		a.holder, a.last = rep.holder, rep
+		a.holder, a.last, a.seen = rep.holder, rep, true
+		a.c.refused(a.names.key)
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
 	}
 	if time.Since(sent) >= a.cfg.ttl-a.c.b.drift(a.cfg.ttl) {
 		a.c.releaseLater(a.names, a.req.token)
 		a.req.token = newToken() // a later attempt must not race the give-back of this one
-		return false, unavailable("acquire", a.key, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
+		return false, a.callErr(ctx, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
 	}
 	a.fence, a.sent = rep.fence, sent
 	return true, nil
 }
 
+// callErr classifies a failed attempt: the caller's context first, then
+// the wait budget if it ended during the call (budgetOver), and otherwise
+// Redis failed (ErrUnavailable).
 func (a *acquisition) callErr(ctx context.Context, err error) error {
 	if ctxEnded(a.ctx) != nil {
 		return a.ctxErr()
 	}
 	if !a.budget.IsZero() && !time.Now().Before(a.budget) {
-		// The wait budget ended during the call.
-		return a.timeout()
+		return a.budgetOver(err)
 	}
 	return unavailable("acquire", a.key, err)
 }
 
-func (a *acquisition) ctxErr() error {
-	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, ctxEnded(a.ctx))
+// budgetOver is the end of a wait whose budget ran out; cause is the error
+// of the attempt the budget cut, nil when none was in flight (waiting for a
+// notification, or queued behind the head). Whether the lock was seen held
+// decides: contention is only reported when something said so. Otherwise
+// Redis did not answer in time — a hung or overloaded Redis, not a holder.
+func (a *acquisition) budgetOver(cause error) error {
+	seen := a.sawHolder()
+	switch {
+	case seen && cause == nil: // waiting on a known holder
+		return a.timeout(nil)
+	case seen: // the mixed case: see Acquire
+		return a.timeout(&noAnswer{wait: a.cfg.wait, err: cause})
+	}
+	return unavailable("acquire", a.key, &noAnswer{wait: a.cfg.wait, err: cause})
 }
+
+// sawHolder: the lock was seen held during this wait, by its own attempts
+// or by its queue (see Client.sawHolder).
+func (a *acquisition) sawHolder() bool {
+	return a.seen || (a.w != nil && a.c.sawHolder(a.names.key, a.w))
+}
+
+// ctxErr is the error of an acquire that the caller's context ended. A
+// call can fail at the context's deadline (go-redis makes it the socket
+// deadline) a moment before the context's timer marks it done; that moment
+// is waited out, bounded by ctxLag, so that ctx.Err() — which Classify and
+// the adapters consult, never the error's text — agrees with the error
+// once Acquire returns.
+func (a *acquisition) ctxErr() error {
+	err := ctxEnded(a.ctx)
+	if a.ctx.Err() == nil {
+		t := time.NewTimer(ctxLag)
+		select {
+		case <-a.ctx.Done():
+			err = a.ctx.Err()
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, err)
+}
+
+// ctxLag bounds the wait for a context past its deadline to report it.
+const ctxLag = time.Second
 
 func (a *acquisition) notAcquired(h Holder) error {
 	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum}
 }
 
-func (a *acquisition) timeout() error {
-	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, timeout: true}
+// timeout: the lock was seen held and the budget ran out; cause is what
+// the attempt the budget cut got (nil when none was in flight).
+func (a *acquisition) timeout(cause error) error {
+	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, timeout: true, cause: cause}
 }
+
+// errNoAnswer: the wait budget ran out while Redis had not answered the
+// acquire's attempt, or, for a waiter queued behind this Client's head,
+// the head's.
+var errNoAnswer = errors.New("no answer from redis within the wait budget")
+
+// noAnswer is the cause an acquire ends with when its budget cut an
+// attempt Redis did not answer: inside ErrUnavailable when no holder was
+// seen, inside ErrNotAcquired when one was. It matches errNoAnswer and,
+// through err, the call's failure (a net.Error timeout, a QuorumError) —
+// but never a context error: the budget's deadline is not the caller's,
+// and errors.Is(err, context.DeadlineExceeded) is how callers tell that
+// their own context ended. Nor ErrUnavailable: inside ErrNotAcquired it
+// must not let a fail-open caller run.
+type noAnswer struct {
+	wait time.Duration
+	err  error // the cut attempt's error; nil for a waiter queued behind the head
+}
+
+func (e *noAnswer) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("%v (%v) to the attempt this waiter queued behind", errNoAnswer, e.wait)
+	}
+	return fmt.Sprintf("%v (%v): %v", errNoAnswer, e.wait, e.err)
+}
+
+func (e *noAnswer) Is(target error) bool {
+	switch target {
+	case errNoAnswer:
+		return true
+	case context.Canceled, context.DeadlineExceeded, ErrUnavailable:
+		return false
+	}
+	return e.err != nil && errors.Is(e.err, target)
+}
+
+func (e *noAnswer) As(target any) bool { return e.err != nil && errors.As(e.err, target) }
 
 // wait queues locally, then, as the head, attempts until the lock is held.
 func (a *acquisition) wait() (err error) {
@@ -228,6 +346,7 @@ func (a *acquisition) wait() (err error) {
 		a.holder = holder
 		c.obs.Contended(a.octx, a.info, holder, 0)
 	}
+	a.w = w
 	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
 
 	// Attempts run in the Observer's context (Redis client spans nest under
@@ -337,7 +456,7 @@ func (a *acquisition) await(turn, wake chan struct{}, timer <-chan time.Time, bu
 		if ctxEnded(a.ctx) != nil {
 			return 0, a.ctxErr()
 		}
-		return 0, a.timeout()
+		return 0, a.budgetOver(nil)
 	case <-a.c.closing:
 		return 0, ErrClosed
 	}

@@ -9,9 +9,20 @@ import (
 // Sentinel errors. Every error the engine returns matches one of these (or the
 // caller's ctx.Err()) with errors.Is.
 var (
-	// ErrNotAcquired: another owner held the lock for the whole wait budget
-	// (or at the single attempt of NoWait / TryAcquire). The concrete error is
-	// a *NotAcquiredError that says who held it.
+	// ErrNotAcquired: the lock was seen held and the caller did not get it:
+	// at the single attempt of NoWait / TryAcquire, by a lease of this
+	// Client, with the local queue full (MaxWaiters), or when the wait
+	// budget ran out after the lock was seen held during the wait. Seen
+	// means something said so — Redis's answer to an attempt (this caller's,
+	// or that of the head of this Client's queue it waited behind) or a
+	// local holder —, never merely a Redis that did not answer: that is
+	// ErrUnavailable. The concrete error is a *NotAcquiredError that says
+	// who held it.
+	//
+	// One mixed case stays here: seen held, then a retry Redis has not
+	// answered when the budget ends. A fail-open caller runs unlocked on
+	// ErrUnavailable, and must not do so against a lock last known held;
+	// the *NotAcquiredError then unwraps to the retry's failure.
 	ErrNotAcquired = errors.New("lockkit: lock held by another owner")
 
 	// ErrLost: the lease could no longer be confirmed (renewal found another
@@ -38,8 +49,11 @@ var (
 	ErrInvalidOption = errors.New("lockkit: invalid option")
 
 	// ErrUnavailable: Redis could not be reached or answered with an error
-	// (connection refused, timeout, LOADING, READONLY, CLUSTERDOWN, ...). The
-	// error wraps the cause.
+	// (connection refused, timeout, LOADING, READONLY, CLUSTERDOWN, ...), or
+	// did not answer within the wait budget while nobody was seen holding
+	// the lock (the cause then says "no answer from redis within the wait
+	// budget"; a waiter queued behind this Client's head counts the head's
+	// unanswered attempt). The error wraps the cause.
 	ErrUnavailable = errors.New("lockkit: redis unavailable")
 
 	// ErrWouldDeadlock: the context already holds this key and Reentrant was
@@ -73,7 +87,8 @@ type NotAcquiredError struct {
 	// Nodes (Redlock only) names the nodes that refused or failed.
 	Nodes *QuorumError
 
-	timeout bool // the wait budget ran out (rather than a single attempt failing)
+	timeout bool  // the wait budget ran out (rather than a single attempt failing)
+	cause   error // the mixed case: the retry the budget cut unanswered; see ErrNotAcquired
 }
 
 // Timeout reports whether the wait budget ran out, as opposed to a single
@@ -88,11 +103,19 @@ func (e *NotAcquiredError) Error() string {
 	if e.Nodes != nil {
 		msg += " (" + e.Nodes.Error() + ")"
 	}
+	if e.cause != nil {
+		msg += "; then " + e.cause.Error()
+	}
 	return msg
 }
 
 // Is makes errors.Is(err, ErrNotAcquired) true.
 func (e *NotAcquiredError) Is(target error) bool { return target == ErrNotAcquired }
+
+// Unwrap returns, when the wait budget cut a retry Redis had not answered
+// after the lock was seen held, that retry's failure (never a context
+// error, and never ErrUnavailable); nil otherwise.
+func (e *NotAcquiredError) Unwrap() error { return e.cause }
 
 // unavailable wraps a Redis failure so it matches ErrUnavailable and its cause.
 func unavailable(op, key string, cause error) error {

@@ -31,6 +31,15 @@ type keyQueue struct {
 	// wake is poked by notifications for this key (release messages and
 	// subscription confirmations); the head waits on it.
 	wake chan struct{}
+	// seen counts the moments a holder was seen while the queue existed: an
+	// attempt that Redis answered "held", a lease of this Client taking the
+	// lock. contended: the last answered attempt said "held" and the head
+	// has not asked again since (it waits for a notification on that
+	// knowledge). Together they tell a waiter whose budget ended whether
+	// the lock was seen held during its wait, or whether Redis simply never
+	// answered the head (sawHolder).
+	seen      uint64
+	contended bool
 }
 
 type waiter struct {
@@ -43,6 +52,11 @@ type waiter struct {
 	// abandoned: the waiter left meanwhile. grant: the hand-off succeeded.
 	handing, abandoned bool
 	grant              *grant
+	// seen0 is the queue's seen count when the waiter queued; heldAtStart:
+	// a holder was known then (a lease of this Client, or the head waiting
+	// on a "held" answer).
+	seen0       uint64
+	heldAtStart bool
 }
 
 type grant struct {
@@ -68,7 +82,7 @@ func (c *Client) enqueue(rkey string, req acquireReq, maxWaiters int) (w *waiter
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
 		return nil, q.holder, false
 	}
-	w = &waiter{turn: make(chan struct{}, 1), req: req}
+	w = &waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: q.held > 0 || q.contended}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 && q.held == 0 {
 		w.turn <- struct{}{}
@@ -97,6 +111,7 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 	case acquired:
 		q.held++
 		q.holder = h
+		q.taken()
 	case w.handing:
 		w.abandoned = true // the releaser finishes the hand-off and gives it back
 	}
@@ -184,6 +199,46 @@ func (c *Client) localAcquired(rkey string, h Holder) {
 	q := c.queue(rkey)
 	q.held++
 	q.holder = h
+	q.taken()
+}
+
+// taken: a lease of this Client took the lock; c.qmu held. It is a holder
+// seen by every waiter queued now, and Redis's earlier "held" is history.
+func (q *keyQueue) taken() {
+	q.seen++
+	q.contended = false
+}
+
+// asking: the head sends an attempt, so the "held" it last heard is being
+// asked again; a waiter that queues from now on has not seen it.
+func (c *Client) asking(rkey string) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[rkey]; q != nil {
+		q.contended = false
+	}
+}
+
+// refused: Redis answered an attempt on rkey "held by another owner" (the
+// head's, or a TryAcquire's of this Client). Every waiter queued now has
+// seen the holder.
+func (c *Client) refused(rkey string) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[rkey]; q != nil {
+		q.seen++
+		q.contended = true
+	}
+}
+
+// sawHolder reports whether w, queued on rkey, has seen the lock held
+// during its wait: known held when it queued, or seen since by anyone of
+// its queue (an answered attempt, a lease of this Client taking it).
+func (c *Client) sawHolder(rkey string, w *waiter) bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queues[rkey]
+	return w.heldAtStart || (q != nil && (q.seen != w.seen0 || q.held > 0))
 }
 
 // localRelease: a lease of this Client on rkey ended; the head may go.
