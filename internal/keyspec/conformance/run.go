@@ -12,6 +12,7 @@ func Run(t *testing.T, a Adapter) {
 		{"different keys run in parallel", Parallel},
 		{"no-wait duplicates get 409", NoWait},
 		{"redis killed", RedisDown},
+		{"redis frozen: unavailable, not contended", RedisFrozen},
 		{"missing key part is 400", BadKey},
 		{"unknown route param is 500", Misconfigured},
 		{"hostile values never collide", HostileValues},
