@@ -13,6 +13,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/tcpproxy"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
@@ -503,4 +504,49 @@ func waitTablesSettled(t *testing.T, name string, cl *core.Client, base map[stri
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// A subscription whose UNSUBSCRIBE was written but never answered, because
+// the connection broke first, is dropped once the break is noticed, not
+// left until some other lock's subscribe happens to run the hub's writer.
+func TestSubscriptionDroppedAfterUnansweredUnsubscribe(t *testing.T) {
+	srv := redistest.Start(t)
+	px, err := tcpproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	c := newClientOn(t, srv.NewClient(func(o *redis.Options) { o.Addr = px.Addr() }), core.WithObserver(signaller{}))
+	other := newClient(t, srv)
+	ctx := testkit.Context(t, 30*time.Second)
+
+	lo, err := other.Acquire(ctx, "unsub:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lo.Release(ctx)
+	sctx, sig := signalled(ctx)
+	wctx, cancel := context.WithCancel(sctx)
+	defer cancel()
+	res := startWaiter(wctx, c, "unsub:1")
+	for range 2 { // refused, subscribed, refused again after the confirmation
+		testkit.Recv(t, sig, 10*time.Second, "a contended attempt")
+	}
+	if n := corehook.Tables(c)["subscriptions"]; n != 1 {
+		t.Fatalf("%d subscriptions while one waiter waits, want 1", n)
+	}
+
+	px.DropReplies(true)
+	up := px.Stats().Upstream
+	cancel()
+	if r := testkit.Recv(t, res, 10*time.Second, "the cancelled waiter"); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", r.err)
+	}
+	// Nothing else of c talks to Redis now: bytes upstream are the UNSUBSCRIBE.
+	testkit.WaitFor(t, 10*time.Second, "the UNSUBSCRIBE written", func() bool { return px.Stats().Upstream > up })
+	px.CutAll()
+	px.DropReplies(false)
+	testkit.WaitFor(t, 10*time.Second, "the subscription dropped", func() bool {
+		return corehook.Tables(c)["subscriptions"] == 0
+	})
 }
