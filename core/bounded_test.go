@@ -477,13 +477,27 @@ func (f *flood) checkBounded(t *testing.T, perPath int, tolerance int64) {
 	}
 }
 
-// waitTablesSettled waits until every table of cl has its baseline size
-// (nil: wait for the tables to be all zero). Unsubscribes complete
-// asynchronously (the server's confirmation removes the entry), hence the
-// polling with a loose bound.
+// syncTables are emptied by the call that ends an entry's use (Acquire
+// returning, Release, the loss of a lease) before anybody can see that
+// call's result: right after the flood they must be at their baseline
+// already, not eventually. (A lease left in the renewal heap, say, would
+// otherwise be removed later by its next renewal finding it released,
+// which polling would wait for and so hide.)
+var syncTables = []string{"queues", "leases"}
+
+// waitTablesSettled checks the syncTables of cl at once, then waits until
+// every table has its baseline size (nil: all zero). Unsubscribes complete
+// asynchronously (the server's confirmation removes the entry), and so do
+// renewals handed to the I/O goroutine: hence the polling, with a loose
+// bound.
 func waitTablesSettled(t *testing.T, name string, cl *core.Client, base map[string]int) {
 	t.Helper()
-	var last map[string]int
+	last := corehook.Tables(cl)
+	for _, k := range syncTables {
+		if n, ok := last[k]; !ok || n != base[k] {
+			t.Fatalf("%s: table %q has %d entries (present: %v) once every call returned, want %d", name, k, n, ok, base[k])
+		}
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		last = corehook.Tables(cl)
