@@ -248,6 +248,9 @@ func (h *hub) unsubscribed(channel string) {
 // reset: the connection broke. go-redis reconnects and resubscribes every
 // channel; until the server confirms again, nothing is confirmed, and every
 // waiter is woken so it retries rather than trusting a lost message.
+// UNSUBSCRIBEs written on the broken connection will never be answered: the
+// writer drops the entries that waited for those replies now, rather than
+// whenever some other lock next subscribes or unsubscribes.
 func (h *hub) reset() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -256,6 +259,7 @@ func (h *hub) reset() {
 		s.unconfirm()
 		s.poke()
 	}
+	h.kickWriter()
 }
 
 // replace swaps a silent connection (no answer to PING) for a new PubSub and

@@ -95,8 +95,14 @@ func newInstruments(m metric.Meter) *instruments {
 
 // attrCache keeps one attribute set per (name, outcome, error.type), so a
 // measurement costs no allocation once a combination has been seen. The
-// combinations are few: names are route templates or RPC methods. Past
-// maxCachedSets sets are built per call instead, never cached.
+// combinations are few when names are what core.Name asks for, route
+// templates or RPC methods the server chose. A name built from the request
+// instead (a raw path, a client's header) would add sets for as long as
+// clients send new values, so the cache is bounded: it keeps at most
+// maxCachedSets sets (about 1.4 MiB), and past that sets are built per
+// measurement and not kept. Recording stays correct, it only allocates
+// again. (The SDK's own series for such names are bounded by its
+// cardinality limit, not here.)
 type attrCache struct {
 	mu sync.RWMutex
 	m  map[attrKey]*measureOpts
@@ -111,6 +117,8 @@ type measureOpts struct {
 
 type attrKey struct{ name, outcome, errType string }
 
+// maxCachedSets bounds attrCache: room for a few hundred names with every
+// outcome and error.type each one meets.
 const maxCachedSets = 4096
 
 func (c *attrCache) get(name, outcome, errType string) *measureOpts {
