@@ -138,11 +138,11 @@ func TestFlood(t *testing.T) {
 	if _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "warm"}); err != nil {
 		t.Fatal(err)
 	}
+	base, heap0 := tablesOf(c), liveHeap()
 	held, err := c.Acquire(ctx, "order:held")
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, heap0 := tablesOf(c), liveHeap()
 	const n, workers = 10_000, 8
 	var ok, refused atomic.Int32
 	var wg sync.WaitGroup

@@ -1,7 +1,10 @@
 package grpclock_test
 
-import "github.com/lockkit/lockkit/core"
+import (
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/corehook"
+)
 
-// tablesOf reports the Client's per-key tables (none known yet: only the
-// heap bound applies).
-func tablesOf(*core.Client) map[string]int { return nil }
+// tablesOf reports the Client's per-key tables (queues, subscriptions,
+// leases, renewals).
+func tablesOf(c *core.Client) map[string]int { return corehook.Tables(c) }

@@ -1,6 +1,3 @@
-// Package corehook carries what core shares with lockkit's own adapters and
-// tests but not with users. core sets these variables in its init; this
-// package imports nothing of lockkit, so core can import it.
 package corehook
 
 // AcquireSettings reports which of the settings an adapter owns the given

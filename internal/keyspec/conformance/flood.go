@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -34,9 +35,19 @@ const (
 // 1 KiB methods, FloodN with distinct 1 KiB unmatched paths, and FloodN with
 // distinct ids on the locked route, some of them refused because the order
 // is held. Afterwards the heap, collected, has grown by less than
-// FloodTolerance, and every table tables reports (the adapter's own, the
-// Client's per-key tables) is back at its size before the flood.
-func Flood(t *testing.T, a Adapter, tables func(*core.Client) map[string]int) {
+// FloodTolerance, and every table is back at its size before the flood:
+// the Client's per-key tables (corehook.Tables) and those adapterTables
+// reports (nil: none).
+func Flood(t *testing.T, a Adapter, adapterTables func(*core.Client) map[string]int) {
+	tables := func(c *core.Client) map[string]int {
+		m := corehook.Tables(c)
+		if adapterTables != nil {
+			for k, v := range adapterTables(c) {
+				m[k] = v
+			}
+		}
+		return m
+	}
 	client := testkit.Client(t, redistest.Start(t).NewClient(), core.WithTTL(ttl))
 	h := a.Build(t, client,
 		Route{Group: "/api", Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, NoWait: true,
@@ -62,6 +73,7 @@ func Flood(t *testing.T, a Adapter, tables func(*core.Client) map[string]int) {
 		}
 	}
 	ctx := testkit.Context(t, 60*time.Second)
+	base, heap0 := tables(client), liveHeap()
 	held, err := client.Acquire(ctx, "order:held")
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +81,6 @@ func Flood(t *testing.T, a Adapter, tables func(*core.Client) map[string]int) {
 	if code := serve(http.MethodPost, "/api/orders/held/pay"); code != http.StatusConflict {
 		t.Fatalf("request for a held order answered %d, want 409", code)
 	}
-	base, heap0 := tables(client), liveHeap()
 
 	var wg sync.WaitGroup
 	var mu sync.Mutex
