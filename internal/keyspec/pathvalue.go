@@ -19,9 +19,9 @@ var ErrPathValue = errors.New("path parameter is not a valid resource id")
 //     path had escapes it routed on (escaped is then true). "%34%32" and
 //     "42" are one id, and so are "%c3%a9" and "%C3%A9"; "%2525" is the id
 //     "%25", never "%".
-//   - An encoded slash is part of the id: "a%2Fb" is the id "a/b". gin and
-//     net/http do not route such a request to a one-segment parameter at
-//     all (404); echo does, and the id is then "a/b" there too.
+//   - An encoded slash is part of the id: "a%2Fb" is the id "a/b". gin does
+//     not route such a request to a one-segment parameter at all (404);
+//     echo, chi and net/http's ServeMux do, and the id is "a/b" there.
 //   - A control character (U+0000–U+001F, U+007F) in the decoded id is
 //     refused with 400: no resource id contains one, and it would reach logs
 //     and keys unescaped.
