@@ -14,6 +14,9 @@
 //   - Liveness checks that every waiter acquired within a bound after the
 //     faults healed; LeftLocks lists lock hashes still owned in Redis (an `o`
 //     field) and keys kept without a TTL.
+//   - Contention records every real holder of a key, so an acquire reported
+//     "not acquired" can be checked against whether anyone held the lock
+//     during its wait (a Redis that does not answer is not contention).
 //   - StartCluster builds a Redis Cluster of real redis-server processes.
 //
 // The package does not import core, so core's own tests can use it too: a
