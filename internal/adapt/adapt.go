@@ -9,6 +9,7 @@ package adapt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -89,9 +90,11 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 	case g.Outcome == core.OutcomeAcquired:
 		g.Lease = l
 		g.Ctx, g.stop = l.Bind(reqCtx)
-	case g.Outcome == core.OutcomeUnavailable && c.FailOpen:
-		// Only a Redis that did not answer (or a closed Client) runs the
-		// handler unlocked: never a lock seen held, never an ended request.
+	case g.Outcome == core.OutcomeUnavailable && c.FailOpen && !errors.Is(err, core.ErrClosed):
+		// Only a Redis that did not answer runs the handler unlocked: never
+		// a lock seen held, never an ended request, and never a closed
+		// Client (the service is shutting down; its locks are being
+		// released, so running unlocked would run beside their next holder).
 		g.Outcome = core.OutcomeUnlocked
 		g.Ctx = reqCtx
 		c.Client.Observer().Unlocked(reqCtx, core.AcquireInfo{Key: key, Name: name, Start: time.Now()}, err)

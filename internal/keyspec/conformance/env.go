@@ -28,6 +28,7 @@ type replica struct {
 	obs     *recorder
 	url     string
 	written *writeLog
+	server  *httptest.Server
 }
 
 // newEnv starts Redis and replicas a and b serving routes (the same routes,
@@ -48,7 +49,7 @@ func newEnv(t *testing.T, a, b Adapter, ttl time.Duration, routes ...Route) *env
 		wl := &writeLog{byID: map[string]*writeRec{}}
 		hs := httptest.NewServer(wl.wrap(ad.Build(t, c, routes...)))
 		t.Cleanup(hs.Close)
-		e.reps[i] = &replica{adapter: ad, client: c, obs: obs, url: hs.URL, written: wl}
+		e.reps[i] = &replica{adapter: ad, client: c, obs: obs, url: hs.URL, written: wl, server: hs}
 	}
 	return e
 }

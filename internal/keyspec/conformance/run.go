@@ -23,6 +23,7 @@ func Run(t *testing.T, a Adapter) {
 		{"request deadline while waiting is 503", Deadline},
 		{"fencing token header", TokenHeader},
 		{"one id, any spelling, one key", SpellingsExclude},
+		{"graceful shutdown and Close", Draining},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}

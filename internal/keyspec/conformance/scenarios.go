@@ -691,3 +691,85 @@ func RedisFrozen(t *testing.T, a, b Adapter) {
 		return e.do(ctx, 0, http.MethodPost, "/closed/2").status == http.StatusOK
 	})
 }
+
+// Draining: the server shuts down gracefully (http.Server.Shutdown) while a
+// request holds an order and another waits for it: both complete, in
+// order, under the lock, and Shutdown returns once they have; the Client is
+// closed after. Then, on a fresh pair, the Client is closed while a request
+// holds and another waits on a fail-open route: the holder's context ends
+// with cause core.ErrClosed, and the waiter is answered 503, never run
+// unlocked beside the lock's next holder.
+func Draining(t *testing.T, a, b Adapter) {
+	t.Run("shutdown then close", func(t *testing.T) {
+		entered, release := make(chan int64, 2), make(chan struct{})
+		h := func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			if !ok {
+				http.Error(w, "no lease", http.StatusInternalServerError)
+				return
+			}
+			entered <- l.Token()
+			<-release
+			writeOK(w)
+		}
+		e := newEnv(t, a, b, ttl, Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Handler: h})
+		ctx := e.ctx(30 * time.Second)
+		rep := e.reps[0]
+		first, second := make(chan response, 1), make(chan response, 1)
+		go func() { first <- e.do(ctx, 0, http.MethodPost, "/orders/9/pay") }()
+		t1 := testkit.Recv(t, entered, 10*time.Second, "the first request's handler")
+		go func() { second <- e.do(ctx, 0, http.MethodPost, "/orders/9/pay") }()
+		rep.obs.await(t, 10*time.Second, "the second request to wait", func(r *recorder) bool { return r.contended >= 1 })
+		shut := make(chan error, 1)
+		go func() { shut <- rep.server.Config.Shutdown(ctx) }()
+		close(release)
+		t2 := testkit.Recv(t, entered, 10*time.Second, "the second request's handler")
+		if r := testkit.Recv(t, first, 10*time.Second, "the first answer"); r.status != http.StatusOK {
+			t.Fatalf("first request during shutdown: %d %q %v", r.status, r.body, r.err)
+		}
+		if r := testkit.Recv(t, second, 10*time.Second, "the second answer"); r.status != http.StatusOK {
+			t.Fatalf("waiting request during shutdown: %d %q %v", r.status, r.body, r.err)
+		}
+		if err := testkit.Recv(t, shut, 10*time.Second, "Shutdown"); err != nil {
+			t.Fatalf("Shutdown: %v", err)
+		}
+		if t2 <= t1 {
+			t.Fatalf("tokens %d then %d", t1, t2)
+		}
+		if err := rep.client.Close(); err != nil {
+			t.Fatalf("Close after the drain: %v", err)
+		}
+		if _, held, err := e.reps[1].client.Inspect(ctx, "order:9"); err != nil || held {
+			t.Fatalf("order:9 after the drain: held %v, %v", held, err)
+		}
+	})
+	t.Run("close while in flight", func(t *testing.T) {
+		entered, causes := make(chan struct{}, 1), make(chan error, 1)
+		var ran atomic.Int32
+		e := newEnv(t, a, b, ttl,
+			Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Handler: func(w http.ResponseWriter, r *http.Request, _ *core.Lease, _ bool) {
+				entered <- struct{}{}
+				<-r.Context().Done()
+				causes <- context.Cause(r.Context())
+				writeOK(w)
+			}},
+			Route{Method: http.MethodPost, Path: "/orders/:id/refund", Key: orderKey, FailOpen: true, Handler: func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, _ bool) {
+				ran.Add(1)
+				writeOK(w)
+			}})
+		ctx := e.ctx(30 * time.Second)
+		rep := e.reps[0]
+		holder, waiter := make(chan response, 1), make(chan response, 1)
+		go func() { holder <- e.do(ctx, 0, http.MethodPost, "/orders/10/pay") }()
+		testkit.Recv(t, entered, 10*time.Second, "the holder's handler")
+		go func() { waiter <- e.do(ctx, 0, http.MethodPost, "/orders/10/refund") }()
+		rep.obs.await(t, 10*time.Second, "the waiter to wait", func(r *recorder) bool { return r.contended >= 1 })
+		_ = rep.client.Close()
+		if c := testkit.Recv(t, causes, 10*time.Second, "the holder's context to end"); !errors.Is(c, core.ErrClosed) {
+			t.Errorf("holder's context cause %v, want ErrClosed", c)
+		}
+		if r := testkit.Recv(t, waiter, 10*time.Second, "the waiter's answer"); r.status != http.StatusServiceUnavailable || ran.Load() != 0 {
+			t.Errorf("waiter on a fail-open route when the Client closed: %d %q, ran %d; want 503, not run", r.status, r.body, ran.Load())
+		}
+		testkit.Recv(t, holder, 10*time.Second, "the holder's answer")
+	})
+}
