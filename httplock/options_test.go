@@ -1,0 +1,66 @@
+package httplock_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/httplock"
+	"github.com/lockkit/lockkit/internal/adapt"
+)
+
+// The options every adapter shares are accepted or refused as in every
+// other adapter (adapt.OptionCases).
+func TestSharedOptionCases(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := core.New(rdb) // no I/O: only construction is tested
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	for _, tc := range adapt.OptionCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL),
+				httplock.ReleaseTimeout(tc.ReleaseTimeout), httplock.AcquireOptions(tc.AcquireOptions...)}
+			if tc.NoWait {
+				opts = append(opts, httplock.NoWait())
+			}
+			client := c
+			if tc.NoClient {
+				client = nil
+			}
+			defer func() {
+				r, _ := recover().(string)
+				switch {
+				case tc.Err == "" && r != "":
+					t.Fatalf("panic %q", r)
+				case tc.Err != "" && (!strings.HasPrefix(r, "httplock: New: ") || !strings.Contains(r, tc.Err)):
+					t.Fatalf("panic %q, want one saying %q", r, tc.Err)
+				}
+			}()
+			httplock.New(client, opts...)
+		})
+	}
+}
+
+// Without a key source, or with an empty one, New panics; an empty literal
+// part panics where it is written.
+func TestNewPanicsWithoutAKey(t *testing.T) {
+	for name, f := range map[string]func(){
+		"no Key":      func() { httplock.New(&core.Client{}) },
+		"empty Key":   func() { httplock.New(&core.Client{}, httplock.Key()) },
+		"empty Const": func() { httplock.Const("") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("no panic")
+				}
+			}()
+			f()
+		})
+	}
+}
