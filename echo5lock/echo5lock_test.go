@@ -16,6 +16,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echo5lock"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
@@ -256,27 +257,23 @@ func TestKeyFunc(t *testing.T) {
 // NewWithConfig panics with it.
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	for _, tc := range adapt.OptionCases {
-		t.Run(tc.Name, func(t *testing.T) {
-			cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
-				ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions}
-			if tc.NoClient {
-				cfg.Client = nil
-			}
-			mw, err := cfg.ToMiddleware()
-			switch {
-			case tc.Err == "" && (err != nil || mw == nil):
-				t.Fatalf("ToMiddleware: %v", err)
-			case tc.Err != "" && (!errors.Is(err, core.ErrInvalidOption) || !strings.Contains(err.Error(), tc.Err)):
-				t.Fatalf("ToMiddleware: %v, want ErrInvalidOption saying %q", err, tc.Err)
-			}
-			defer func() {
-				r, _ := recover().(string)
-				if (tc.Err == "") != (r == "") || !strings.HasPrefix(r, "echo5lock: ") && r != "" {
-					t.Fatalf("NewWithConfig panic %q", r)
-				}
-			}()
-			echo5lock.NewWithConfig(cfg)
-		})
-	}
+	adapttest.RunOptionCases(t, "", func(tc adapt.OptionCase) error {
+		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
+			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions}
+		if tc.NoClient {
+			cfg.Client = nil
+		}
+		mw, err := cfg.ToMiddleware()
+		if err != nil && !errors.Is(err, core.ErrInvalidOption) {
+			t.Errorf("ToMiddleware: %v does not match core.ErrInvalidOption", err)
+		}
+		if (err == nil) != (mw != nil) {
+			t.Errorf("ToMiddleware returned %v and a middleware %v", err, mw != nil)
+		}
+		// NewWithConfig panics with the same error, prefixed.
+		if p := adapttest.Panic(func() { echo5lock.NewWithConfig(cfg) }); (p == nil) != (err == nil) || p != nil && p.Error() != "echo5lock: "+err.Error() {
+			t.Errorf("NewWithConfig panicked %v, ToMiddleware said %v", p, err)
+		}
+		return err
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/ginlock"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -103,29 +104,18 @@ func TestEmptyConstPanics(t *testing.T) {
 // other adapter (adapt.OptionCases).
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	for _, tc := range adapt.OptionCases {
-		t.Run(tc.Name, func(t *testing.T) {
-			opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL),
-				ginlock.ReleaseTimeout(tc.ReleaseTimeout), ginlock.AcquireOptions(tc.AcquireOptions...)}
-			if tc.NoWait {
-				opts = append(opts, ginlock.NoWait())
-			}
-			client := c
-			if tc.NoClient {
-				client = nil
-			}
-			defer func() {
-				r, _ := recover().(string)
-				switch {
-				case tc.Err == "" && r != "":
-					t.Fatalf("panic %q", r)
-				case tc.Err != "" && (!strings.HasPrefix(r, "ginlock: New: ") || !strings.Contains(r, tc.Err)):
-					t.Fatalf("panic %q, want one saying %q", r, tc.Err)
-				}
-			}()
-			ginlock.New(client, opts...)
-		})
-	}
+	adapttest.RunOptionCases(t, "ginlock: New: ", func(tc adapt.OptionCase) error {
+		opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL),
+			ginlock.ReleaseTimeout(tc.ReleaseTimeout), ginlock.AcquireOptions(tc.AcquireOptions...)}
+		if tc.NoWait {
+			opts = append(opts, ginlock.NoWait())
+		}
+		client := c
+		if tc.NoClient {
+			client = nil
+		}
+		return adapttest.Panic(func() { ginlock.New(client, opts...) })
+	})
 }
 
 // Used with Use on the whole engine: a request that matches no route (404,

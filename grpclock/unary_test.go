@@ -20,6 +20,7 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -500,32 +501,23 @@ func TestConstructionPanics(t *testing.T) {
 // other adapter (adapt.OptionCases), by both interceptors.
 func TestSharedOptionCases(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
-	for _, tc := range adapt.OptionCases {
-		opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL),
-			grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
-		if tc.NoWait {
-			opts = append(opts, grpclock.NoWait())
-		}
-		client := c
-		if tc.NoClient {
-			client = nil
-		}
-		for kind, build := range map[string]func(){
-			"UnaryServerInterceptor":  func() { grpclock.UnaryServerInterceptor(client, opts...) },
-			"StreamServerInterceptor": func() { grpclock.StreamServerInterceptor(client, opts...) },
-		} {
-			t.Run(tc.Name+"/"+kind, func(t *testing.T) {
-				defer func() {
-					r, _ := recover().(string)
-					switch {
-					case tc.Err == "" && r != "":
-						t.Fatalf("panic %q", r)
-					case tc.Err != "" && (!strings.HasPrefix(r, "grpclock: "+kind+": ") || !strings.Contains(r, tc.Err)):
-						t.Fatalf("panic %q, want one saying %q", r, tc.Err)
-					}
-				}()
-				build()
+	for _, kind := range []string{"UnaryServerInterceptor", "StreamServerInterceptor"} {
+		t.Run(kind, func(t *testing.T) {
+			adapttest.RunOptionCases(t, "grpclock: "+kind+": ", func(tc adapt.OptionCase) error {
+				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL),
+					grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
+				if tc.NoWait {
+					opts = append(opts, grpclock.NoWait())
+				}
+				client := c
+				if tc.NoClient {
+					client = nil
+				}
+				if kind == "UnaryServerInterceptor" {
+					return adapttest.Panic(func() { grpclock.UnaryServerInterceptor(client, opts...) })
+				}
+				return adapttest.Panic(func() { grpclock.StreamServerInterceptor(client, opts...) })
 			})
-		}
+		})
 	}
 }

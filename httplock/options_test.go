@@ -1,7 +1,6 @@
 package httplock_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -9,6 +8,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 )
 
 // The options every adapter shares are accepted or refused as in every
@@ -21,29 +21,18 @@ func TestSharedOptionCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	for _, tc := range adapt.OptionCases {
-		t.Run(tc.Name, func(t *testing.T) {
-			opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL),
-				httplock.ReleaseTimeout(tc.ReleaseTimeout), httplock.AcquireOptions(tc.AcquireOptions...)}
-			if tc.NoWait {
-				opts = append(opts, httplock.NoWait())
-			}
-			client := c
-			if tc.NoClient {
-				client = nil
-			}
-			defer func() {
-				r, _ := recover().(string)
-				switch {
-				case tc.Err == "" && r != "":
-					t.Fatalf("panic %q", r)
-				case tc.Err != "" && (!strings.HasPrefix(r, "httplock: New: ") || !strings.Contains(r, tc.Err)):
-					t.Fatalf("panic %q, want one saying %q", r, tc.Err)
-				}
-			}()
-			httplock.New(client, opts...)
-		})
-	}
+	adapttest.RunOptionCases(t, "httplock: New: ", func(tc adapt.OptionCase) error {
+		opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL),
+			httplock.ReleaseTimeout(tc.ReleaseTimeout), httplock.AcquireOptions(tc.AcquireOptions...)}
+		if tc.NoWait {
+			opts = append(opts, httplock.NoWait())
+		}
+		client := c
+		if tc.NoClient {
+			client = nil
+		}
+		return adapttest.Panic(func() { httplock.New(client, opts...) })
+	})
 }
 
 // Without a key source, or with an empty one, New panics; an empty literal
