@@ -166,6 +166,11 @@ func (s *Server) Client() *core.Client { return s.client }
 // LoseLease knows only the leases of Client().
 func (s *Server) Redis() *redis.Client { return s.rdb }
 
+// Addr is the embedded server's address (127.0.0.1:port), to connect a
+// go-redis client of your own options to it, as a service would to its
+// Redis. core.New requires such a client to set ContextTimeoutEnabled.
+func (s *Server) Addr() string { return s.mr.Addr() }
+
 // HoldByAnother makes another owner (OtherOwner, a Client of its own on the
 // same Redis) hold the lock on key until the returned lease is released,
 // or the Server closes. Meanwhile an acquire of key by the Client fails
@@ -203,9 +208,11 @@ func (s *Server) SetUnavailable(on bool) {
 // handler's, under an adapter), is cancelled with context.Cause
 // core.ErrLost, and the lock is free for the next acquire.
 //
-// It may be called from any goroutine, the handler's own included. It
-// fails when no lease of the Client holds key, when the lease is released
-// before the engine noticed, and when ctx ends first.
+// It may be called from any goroutine, the handler's own included, and ctx
+// may be the handler's context: its end by this very loss is waited out.
+// It fails when no lease of the Client holds key (core.ErrNotHeld), when
+// the lease is released before the engine noticed (core.ErrNotHeld), and
+// when ctx ends first.
 func (s *Server) LoseLease(ctx context.Context, key string) error {
 	h, held, err := s.client.Inspect(ctx, key)
 	switch {
