@@ -17,8 +17,9 @@ import (
 const (
 	// DefaultTTL is the default lease TTL of the Client. It is short so that
 	// LoseLease returns quickly (the engine notices a loss at its next
-	// renewal, every TTL/3), and long enough that a test machine busy
-	// running the race detector never loses a lease by a late renewal.
+	// renewal, every TTL/3), and long enough that a test machine busy with
+	// the race detector does not lose leases by late renewals: a renewal
+	// has two thirds of the TTL to be confirmed.
 	DefaultTTL = time.Second
 
 	// Owner is the owner id of the Client (core.WithOwner), so errors and
@@ -63,8 +64,8 @@ func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 // WithObserver gives the Client an Observer (otellock.New(...), or a
 // recorder of the test's own). Pass it here rather than as
 // core.WithObserver in WithClientOptions: locktest watches the Client's
-// events to tell when a lease it made lose is lost, and forwards every
-// event to this Observer.
+// events to learn when a lease LoseLease removed is lost, and forwards
+// every event to this Observer.
 func WithObserver(o core.Observer) Option { return func(c *config) { c.observer = o } }
 
 // WithClientOptions adds core options to the Client (and to the Client
