@@ -1,8 +1,9 @@
 // Package lockkit is the root of lockkit, distributed locks on Redis for Go
 // services that sit in front of request handlers. The packages a user
 // imports are core (the lock engine), the adapters ginlock, echolock,
-// echo5lock, httplock and grpclock, and otellock (OpenTelemetry). This
-// package only holds the module's version.
+// echo5lock, httplock and grpclock, otellock (OpenTelemetry), and in tests
+// locktest (a lock Client on an embedded Redis). This package only holds
+// the module's version.
 package lockkit
 
 // Version is lockkit's version, the one place it is defined: otellock

@@ -2,6 +2,8 @@ package grpclock_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
@@ -9,10 +11,15 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
+	"github.com/lockkit/lockkit/locktest"
 )
 
 func exampleClient() *core.Client {
@@ -62,4 +69,89 @@ func Example_selector() {
 	_ = grpc.NewServer(grpc.ChainUnaryInterceptor(
 		selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(client), changes),
 	))
+}
+
+// A call through the interceptor: PayKeyed runs holding the lock its
+// request names with LockKey() (order:<order_id>), and its handler reads
+// the lease from its context for the fencing token.
+func ExampleUnaryServerInterceptor_handler() {
+	srv, err := locktest.Start() // an embedded Redis, for the example
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	locks := srv.Client() // a service's: core.New(redisClient)
+
+	s := grpc.NewServer(grpc.ChainUnaryInterceptor(
+		grpclock.UnaryServerInterceptor(locks, grpclock.Wait(5*time.Second)),
+	))
+	testpb.RegisterTestServer(s, payments{})
+	client, stop := serveExample(s)
+	defer stop()
+
+	_, err = client.PayKeyed(context.Background(), &testpb.KeyedRequest{OrderId: "42"})
+	fmt.Println("err:", err)
+	// Output:
+	// PayKeyed under order:42
+	// err: <nil>
+}
+
+// payments is a service whose handler runs under the lock.
+type payments struct{ testpb.UnimplementedTestServer }
+
+func (payments) PayKeyed(ctx context.Context, r *testpb.KeyedRequest) (*testpb.PayResponse, error) {
+	lease, _ := core.LeaseFromContext(ctx)
+	// Write with lease.Token(); ctx ends, with cause core.ErrLost, if the lease is lost.
+	fmt.Println("PayKeyed under", lease.Key())
+	return &testpb.PayResponse{Token: lease.Token()}, nil
+}
+
+// A custom answer when another call holds the lock; every other outcome
+// keeps the default answer (returning nil).
+func ExampleWithErrorHandler() {
+	srv, err := locktest.Start()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+
+	busy := func(ctx context.Context, r *grpclock.Rejection) error {
+		if r.Outcome == core.OutcomeContended || r.Outcome == core.OutcomeTimeout {
+			return status.Errorf(codes.Aborted, "%s is busy, retry", r.Key)
+		}
+		return nil // DefaultErrorHandler
+	}
+	s := grpc.NewServer(grpc.ChainUnaryInterceptor(
+		grpclock.UnaryServerInterceptor(srv.Client(), grpclock.NoWait(), grpclock.WithErrorHandler(busy)),
+	))
+	testpb.RegisterTestServer(s, payments{})
+	client, stop := serveExample(s)
+	defer stop()
+
+	ctx := context.Background()
+	other, _ := srv.HoldByAnother(ctx, "order:42") // another call holds order:42
+	defer other.Release(ctx)
+
+	_, err = client.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "42"})
+	fmt.Println(status.Code(err), status.Convert(err).Message())
+	// Output: Aborted order:42 is busy, retry
+}
+
+// serveExample serves s on an in-memory listener and returns a client of
+// it, and the function that stops both.
+func serveExample(s *grpc.Server) (testpb.TestClient, func()) {
+	lis := bufconn.Listen(1 << 20)
+	served := make(chan struct{})
+	go func() { defer close(served); _ = s.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///example",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		panic(err)
+	}
+	return testpb.NewTestClient(conn), func() {
+		_ = conn.Close()
+		s.Stop()
+		<-served
+	}
 }
