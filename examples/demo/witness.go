@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -78,6 +79,15 @@ func (b *watchedBook) Ship(ctx context.Context, id string, token int64) (orders.
 // witness checks orders. (The replicas serve /tenant/export all the same.)
 func (b *watchedBook) Export(ctx context.Context, tenant string, token int64) (orders.Export, error) {
 	return b.w.store.Export(ctx, tenant, token)
+}
+
+// Import and ExportLines are not watched: the demo's clients do not stream.
+func (b *watchedBook) Import(ctx context.Context, id string, token int64, lines iter.Seq2[orders.Line, error]) (orders.Order, int, error) {
+	return b.w.store.Import(ctx, id, token, lines)
+}
+
+func (b *watchedBook) ExportLines(ctx context.Context, id string, send func(orders.Line) error) (int, error) {
+	return b.w.store.ExportLines(ctx, id, send)
 }
 
 // watch runs one write of order id inside the witness: entering counts an
