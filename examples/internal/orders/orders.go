@@ -11,7 +11,7 @@
 // pause, a partition) cannot overwrite its successor's work.
 //
 // An order also has line items, imported a line at a time (Import) and
-// exported a line at a time (ExportLines): the gRPC service streams them.
+// exported a page at a time (ExportLines): the gRPC service streams them.
 // An import is one change to the order made of many writes, so whoever
 // runs one holds the order's lock from its first line to its last, and
 // an export holds it from its first read to its last so that it reads
@@ -25,6 +25,7 @@ import (
 	"iter"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -213,27 +214,33 @@ func (s *Store) addLine(ctx context.Context, id string, token int64, l Line) (Or
 	}, func() { s.lines[id] = append(s.lines[id], l) })
 }
 
+// PageSize is how many lines ExportLines reads at a time.
+const PageSize = 16
+
 // ExportLines calls send with each line of order id, in order, reading
-// one line at a time (Work each, as a cursor over a slow database would),
-// and returns how many it sent. It stops at the first error of send or of
-// a read (ctx ended). Run while others import, it reads whatever lines
-// are there when it gets to them: only the order's lock makes it one
-// state of the order.
+// them a page of PageSize at a time (Work each, as a cursor over a slow
+// database would), and returns how many it sent. It stops at the first
+// error of send or of a read (ctx ended). Run while others import, it
+// reads whatever lines are there when it gets to them: only the order's
+// lock makes it one state of the order.
 func (s *Store) ExportLines(ctx context.Context, id string, send func(Line) error) (int, error) {
-	for i := 0; ; i++ {
+	n := 0
+	for {
 		if err := s.work(ctx); err != nil {
-			return i, err
+			return n, err
 		}
 		s.mu.Lock()
 		ls := s.lines[id]
-		if i >= len(ls) {
-			s.mu.Unlock()
-			return i, nil
-		}
-		l := ls[i]
+		page := slices.Clone(ls[min(n, len(ls)):min(n+PageSize, len(ls))])
 		s.mu.Unlock()
-		if err := send(l); err != nil {
-			return i, err
+		for _, l := range page {
+			if err := send(l); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(page) < PageSize {
+			return n, nil
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -128,6 +130,19 @@ func TestLines(t *testing.T) {
 	var got []orders.Line
 	if n, err := s.ExportLines(ctx, "1", func(l orders.Line) error { got = append(got, l); return nil }); err != nil || n != 2 || len(got) != 2 || got[0] != a || got[1] != b {
 		t.Fatalf("export: %d %v %+v", n, err, got)
+	}
+
+	// More lines than a page: every one, in order.
+	many := make([]orders.Line, 2*orders.PageSize+1)
+	for i := range many {
+		many[i] = orders.Line{SKU: strconv.Itoa(i), Quantity: 1}
+	}
+	if _, n, err := s.Import(ctx, "3", 1, seq(nil, many...)); err != nil || n != len(many) {
+		t.Fatalf("import of %d lines: %d %v", len(many), n, err)
+	}
+	got = got[:0]
+	if n, err := s.ExportLines(ctx, "3", func(l orders.Line) error { got = append(got, l); return nil }); err != nil || n != len(many) || !slices.Equal(got, many) {
+		t.Fatalf("export of %d lines: %d %v, %d lines", len(many), n, err, len(got))
 	}
 
 	broken := errors.New("upload broken")
