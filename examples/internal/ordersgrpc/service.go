@@ -1,8 +1,10 @@
 // Package ordersgrpc serves the examples' order book (examples/internal/orders)
 // over gRPC as orders.v1.Orders, with the calls that change an order under
 // the lock order:<order_id>: the key the gin and echo examples build for
-// /orders/:id, so all of them exclude each other. The gRPC example and the
-// demo both run this server.
+// /orders/:id, so all of them exclude each other. Its two streams,
+// ImportLines and ExportLines, hold that lock from their first message to
+// their end (grpclock.StreamServerInterceptor with FromFirstMessage). The
+// gRPC example and the demo both run this server.
 package ordersgrpc
 
 import (
