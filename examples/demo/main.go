@@ -12,13 +12,17 @@
 //
 // For a few seconds many clients pay, refund and ship a few hot orders and
 // many cold ones over all three replicas (pay and refund wait for the lock,
-// ship does not: 409 / Aborted while the order is busy), with a progress
-// line every half second. Then it prints, per replica and outcome, the
-// requests; from an Observer on each lock client, the lock wait (p50, p99,
-// max) and hold time; the hottest keys; the fencing tokens the hottest
-// order's writes carried, in order; and a witness that watched from inside
-// the handlers: no lost update or double payment, no two holders of one
-// order at once, no write with a stale token accepted.
+// ship does not: 409 / Aborted while the order is busy), and now and then
+// import line items into the same orders or export them over the gRPC
+// replica's streams (ImportLines, ExportLines), which hold order:<id> from
+// their first message to their end, with a progress line every half
+// second. Then it prints, per replica and outcome, the requests; from an
+// Observer on each lock client, the lock wait (p50, p99, max) and hold
+// time; the hottest keys; the fencing tokens the hottest order's writes
+// carried, in order; and a witness that watched from inside the handlers:
+// no lost update or double payment, no two holders of one order at once,
+// no write with a stale token accepted, nothing (no pay, refund, ship or
+// other stream) inside an import or export of its order.
 //
 // As in every example, REDIS_URL is the Redis and -redis overrides it; the
 // replicas listen on loopback ports of the demo's choosing (no ADDR).

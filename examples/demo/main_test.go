@@ -41,14 +41,15 @@ func runScenario(t *testing.T, cfg config) (*result, string) {
 }
 
 // checkHolds asserts a locked run: the witness holds (exit status 0), the
-// report has every section, all three replicas served writes, the hot order
-// was contended across replicas, and its tokens strictly increase.
+// report has every section, all three replicas served writes, imports and
+// exports ran (the gRPC replica's streams), the hot order was contended
+// across replicas, and its tokens strictly increase.
 func checkHolds(t *testing.T, res *result, out string) {
 	t.Helper()
 	if code := exitCode(res); code != exitOK || !res.verdict.holds() {
 		t.Errorf("exit status %d, witness:\n%s", code, out)
 	}
-	for _, s := range []string{titleRequests, titleLocks, titleKeys, titleTokens + " order:h1", titleWitness, "the witness holds", "done"} {
+	for _, s := range []string{titleRequests, titleLocks, titleKeys, titleTokens + " order:h1", titleWitness, "ok    " + checkStreams, "the witness holds", "done"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("the report has no %q:\n%s", s, out)
 		}
@@ -61,14 +62,18 @@ func checkHolds(t *testing.T, res *result, out string) {
 			t.Errorf("replica %s: %d unexpected answers: %v", r.name, r.counts[outOther], r.errors)
 		}
 	}
+	if v := res.verdict; v.imports == 0 || v.lines < 2*v.imports || v.exports == 0 {
+		t.Errorf("streams: %d imports of %d lines, %d exports", v.imports, v.lines, v.exports)
+	}
 	// Two independent counts agree: every lease acquired ran one critical
-	// section, every 200 / OK answer is one write the witness recorded.
+	// section (a stream is one), every 200 / OK answer is one write the
+	// witness recorded (an import is one) or one export.
 	acquired, ok := 0, 0
 	for _, r := range res.replicas {
 		acquired, ok = acquired+r.acquired, ok+r.counts[outOK]
 	}
-	if acquired != res.verdict.entered || ok != res.verdict.writes {
-		t.Errorf("%d leases acquired, %d critical sections entered; %d ok answers, %d writes recorded", acquired, res.verdict.entered, ok, res.verdict.writes)
+	if v := res.verdict; acquired != v.entered || ok != v.writes+v.exports {
+		t.Errorf("%d leases acquired, %d critical sections entered; %d ok answers, %d writes and %d exports recorded", acquired, v.entered, ok, v.writes, v.exports)
 	}
 	if len(res.keys) == 0 || res.keys[0].key != "order:h1" || res.keys[0].contended == 0 {
 		t.Errorf("no contention on the hot order: %+v", res.keys[:min(len(res.keys), 2)])
@@ -106,7 +111,8 @@ func TestScenarioRealRedis(t *testing.T) {
 }
 
 // Without the lock the same traffic breaks the order book, the witness sees
-// it and the exit status says so: the witness can fail.
+// it and the exit status says so: the witness can fail, its stream check
+// too (payments of the hot order run inside its imports).
 func TestNoLockFailsTheWitness(t *testing.T) {
 	cfg := testConfig("")
 	cfg.noLock = true
@@ -118,7 +124,7 @@ func TestNoLockFailsTheWitness(t *testing.T) {
 	for _, c := range res.verdict.checks {
 		failed[c.what] = !c.ok
 	}
-	if !failed["no overlapping holders"] || !failed["no stale-token write accepted"] || failed["every replica wrote"] {
+	if !failed["no overlapping holders"] || !failed["no stale-token write accepted"] || !failed[checkStreams] || failed["every replica wrote"] {
 		t.Errorf("failed checks %v:\n%s", failed, out)
 	}
 	if !strings.Contains(out, "THE WITNESS FAILED") || !strings.Contains(out, "WITHOUT the lock") {

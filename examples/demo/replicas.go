@@ -40,9 +40,10 @@ const (
 var replicaNames = []string{replicaGin, replicaEcho, replicaGRPC}
 
 // startReplicas starts the gin, echo and gRPC replicas on loopback ports:
-// the routers of examples/gin and examples/echo (ordersgin, ordersecho; the
-// routes are listed in ordershttp) and the server of examples/grpc
-// (ordersgrpc), each on the witness's view of the one order book.
+// the routers of examples/gin and examples/echo (ordersgin, ordersecho on
+// echo v5; the routes are listed in ordershttp) and the server of
+// examples/grpc (ordersgrpc, with its streams), each on the witness's view
+// of the one order book.
 // extra are the Observers each lock Client gets besides its lockStats.
 func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Observer) (_ []*replica, err error) {
 	var reps []*replica

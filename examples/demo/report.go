@@ -28,6 +28,12 @@ func report(out io.Writer, res *result) {
 		}
 	}
 	fmt.Fprintf(out, "  %-12s %9d %7d %6d %8d %6d\n", "all", sum(all), all[outOK], all[outBusy], all[outRefused], all[outOther])
+	for _, r := range res.replicas {
+		if r.ops[opImport]+r.ops[opExport] > 0 {
+			fmt.Fprintf(out, "  streams among %s's requests: %d ImportLines, %d ExportLines, each holding order:<id> from its first message to its end\n",
+				r.name, r.ops[opImport], r.ops[opExport])
+		}
+	}
 	fmt.Fprintf(out, "  busy: the order's lock was held (ship never waits; pay and refund past %v): HTTP 409 + Retry-After, gRPC Aborted\n", res.cfg.wait)
 	fmt.Fprintln(out, "  refused: the order's rules said no (refund above the balance, unpaid, already shipped): HTTP 409, gRPC FailedPrecondition")
 	for _, r := range res.replicas {

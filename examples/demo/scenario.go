@@ -29,7 +29,8 @@ type result struct {
 type replicaResult struct {
 	name, proto, addr string
 	counts            [nOutcomes]int
-	errors            []string // the first "other" answers
+	ops               [nOps]int // requests by op
+	errors            []string  // the first "other" answers
 
 	acquires, acquired, notAcquired, contended int
 	waits, holds                               []time.Duration // sorted
@@ -86,7 +87,8 @@ func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err er
 		traffic = "all requests to " + plural(cfg.orders, "order")
 	}
 	fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
-	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v\n\n", cfg.wait, cfg.work)
+	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v;\n", cfg.wait, cfg.work)
+	fmt.Fprintf(out, "a few gRPC streams import line items into the same orders or export them, each holding order:<id> throughout\n\n")
 
 	targets := make([]target, len(reps))
 	tallies := make([]*tally, len(reps))
@@ -133,7 +135,7 @@ func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult) {
 	var out []replicaResult
 	keys := map[string]*keyResult{}
 	for i, r := range reps {
-		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), errors: tallies[i].errors}
+		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), ops: tallies[i].opCounts(), errors: tallies[i].errors}
 		s := r.stats
 		s.mu.Lock()
 		rr.acquired = s.outcomes[core.OutcomeAcquired]

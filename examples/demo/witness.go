@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 	"sync"
@@ -17,27 +18,48 @@ import (
 // own view of the one shared store (book), which counts per order the
 // writers inside at once (more than one is an overlap: two holders of
 // order:<id>), records every accepted write with its fencing token and its
-// replica, and tallies what the store said it did. After the run, check
-// compares that tally with the store's final state.
+// replica, and tallies what the store said it did. It also keeps every
+// critical section's span on a clock of its own, imports and exports of
+// line items included: a stream is one critical section however many
+// messages it takes. After the run, check compares that tally with the
+// store's final state, and the spans of each order with each other.
 type witness struct {
 	store *orders.Store
 
 	mu     sync.Mutex
+	clock  int64 // ticks at every entry and exit of a critical section
 	orders map[string]*trail
 }
 
 // trail is what the witness saw of one order.
 type trail struct {
-	inside   int // writers in the critical section now
-	sections int // critical sections entered
+	inside   int // pay, refund or ship writers in the critical section now
+	sections int // critical sections entered (streams included)
 	overlaps int // entries while another writer was inside
 
 	writes []write // accepted writes, in the order they were made
+	spans  []span  // every critical section, in the order they ended
 
 	payments, refunds, ships int
 	paid, refunded           int64 // cents the store said it added / took back
+	lines                    int   // lines the store said it imported
+	linesTotal               int64 // their value in cents
+	imports, exports         int   // streams that ran (exports: to their end)
 	staleRefused             int   // writes the store refused for an old token
 }
+
+// span is one critical section of an order on the witness's clock: from
+// its entry to its exit. Every tick is distinct, so two spans overlap
+// exactly when each began before the other ended.
+type span struct {
+	from, to int64
+	what     string // "pay", "refund", "ship", "import", "export"
+	replica  string
+}
+
+func (s span) stream() bool { return s.what == "import" || s.what == "export" }
+
+func (s span) overlaps(x span) bool { return s.from < x.to && x.from < s.to }
 
 // write is one accepted write.
 type write struct {
@@ -60,17 +82,17 @@ type watchedBook struct {
 func (b *watchedBook) Get(id string) orders.Order { return b.w.store.Get(id) }
 
 func (b *watchedBook) Pay(ctx context.Context, id string, token, cents int64) (orders.Order, error) {
-	return b.w.watch(b.replica, id, token, func() (orders.Order, error) { return b.w.store.Pay(ctx, id, token, cents) },
+	return b.w.watch(b.replica, id, token, "pay", func() (orders.Order, error) { return b.w.store.Pay(ctx, id, token, cents) },
 		func(t *trail) { t.payments++; t.paid += cents })
 }
 
 func (b *watchedBook) Refund(ctx context.Context, id string, token, cents int64) (orders.Order, error) {
-	return b.w.watch(b.replica, id, token, func() (orders.Order, error) { return b.w.store.Refund(ctx, id, token, cents) },
+	return b.w.watch(b.replica, id, token, "refund", func() (orders.Order, error) { return b.w.store.Refund(ctx, id, token, cents) },
 		func(t *trail) { t.refunds++; t.refunded += cents })
 }
 
 func (b *watchedBook) Ship(ctx context.Context, id string, token int64) (orders.Order, error) {
-	return b.w.watch(b.replica, id, token, func() (orders.Order, error) { return b.w.store.Ship(ctx, id, token) },
+	return b.w.watch(b.replica, id, token, "ship", func() (orders.Order, error) { return b.w.store.Ship(ctx, id, token) },
 		func(t *trail) { t.ships++ })
 }
 
@@ -80,16 +102,83 @@ func (b *watchedBook) Export(ctx context.Context, tenant string, token int64) (o
 	return b.w.store.Export(ctx, tenant, token)
 }
 
-// watch runs one write of order id inside the witness: entering counts an
-// overlap if another writer is inside; an accepted write is recorded (with
-// its token, in order) before leaving.
-func (w *witness) watch(replica, id string, token int64, op func() (orders.Order, error), accepted func(*trail)) (orders.Order, error) {
-	w.mu.Lock()
+// Import is one critical section from its first line to its last: the
+// lines it added are tallied (and checked against the store's count), and
+// an import that added any is one write in the order's token trail, made
+// when its first line was, with the token every line carried.
+func (b *watchedBook) Import(ctx context.Context, id string, token int64, lines iter.Seq2[orders.Line, error]) (orders.Order, int, error) {
+	var (
+		o    orders.Order
+		n    int
+		seen []orders.Line // what the store was handed, in order: it added the first n
+	)
+	err := b.w.stream(b.replica, id, "import", func() error {
+		var err error
+		o, n, err = b.w.store.Import(ctx, id, token, func(yield func(orders.Line, error) bool) {
+			first := true
+			for l, err := range lines {
+				if err == nil {
+					seen = append(seen, l)
+				}
+				if !yield(l, err) {
+					return
+				}
+				if first { // the store added the line: the import's write is made
+					first = false
+					b.w.mu.Lock()
+					t := b.w.trailOf(id)
+					t.writes = append(t.writes, write{token: token, replica: b.replica})
+					b.w.mu.Unlock()
+				}
+			}
+		})
+		return err
+	}, func(t *trail, err error) {
+		t.imports++
+		for _, l := range seen[:n] {
+			t.lines++
+			t.linesTotal += l.Quantity * l.UnitCents
+		}
+		if errors.Is(err, orders.ErrStaleToken) {
+			t.staleRefused++
+		}
+	})
+	return o, n, err
+}
+
+// ExportLines is one critical section from its first read to its last.
+func (b *watchedBook) ExportLines(ctx context.Context, id string, send func(orders.Line) error) (int, error) {
+	var n int
+	err := b.w.stream(b.replica, id, "export", func() error {
+		var err error
+		n, err = b.w.store.ExportLines(ctx, id, send)
+		return err
+	}, func(t *trail, err error) {
+		if err == nil {
+			t.exports++
+		}
+	})
+	return n, err
+}
+
+// trailOf is order id's trail, made on first use. w.mu is held.
+func (w *witness) trailOf(id string) *trail {
 	t := w.orders[id]
 	if t == nil {
 		t = &trail{}
 		w.orders[id] = t
 	}
+	return t
+}
+
+// watch runs one write of order id inside the witness: entering counts an
+// overlap if another writer is inside; an accepted write is recorded (with
+// its token, in order) before leaving, and every write's span.
+func (w *witness) watch(replica, id string, token int64, what string, op func() (orders.Order, error), accepted func(*trail)) (orders.Order, error) {
+	w.mu.Lock()
+	t := w.trailOf(id)
+	w.clock++
+	from := w.clock
 	t.inside++
 	t.sections++
 	if t.inside > 1 {
@@ -109,7 +198,29 @@ func (w *witness) watch(replica, id string, token int64, op func() (orders.Order
 		t.staleRefused++
 	}
 	t.inside--
+	w.clock++
+	t.spans = append(t.spans, span{from: from, to: w.clock, what: what, replica: replica})
 	return o, err
+}
+
+// stream runs one import or export of order id inside the witness, as one
+// span; ended tallies it, with run's error, before leaving.
+func (w *witness) stream(replica, id, what string, run func() error, ended func(*trail, error)) error {
+	w.mu.Lock()
+	t := w.trailOf(id)
+	w.clock++
+	from := w.clock
+	t.sections++
+	w.mu.Unlock()
+
+	err := run()
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ended(t, err)
+	w.clock++
+	t.spans = append(t.spans, span{from: from, to: w.clock, what: what, replica: replica})
+	return err
 }
 
 // check is one line of the witness's verdict.
@@ -124,8 +235,11 @@ type verdict struct {
 	checks  []check
 	orders  int // orders written to
 	writes  int // accepted writes
-	entered int // critical sections entered
+	entered int // critical sections entered (streams included)
 	stale   int // writes the store refused for an old token
+	// imports and exports are the streams that ran (exports: to their
+	// end), lines the lines the imports added.
+	imports, exports, lines int
 	// hottest is the order whose fencing tokens the report shows, trail its
 	// accepted writes: the most written order (the scenario picks the most
 	// contended one instead when the Observer saw contention).
@@ -157,7 +271,7 @@ func (w *witness) check(replicas []string) verdict {
 		return cmp.Or(cmp.Compare(len(w.orders[b].writes), len(w.orders[a].writes)), cmp.Compare(a, b))
 	})
 
-	var lost, overlapped, stale, doubleShip []string
+	var lost, overlapped, stale, doubleShip, inStream []string
 	var overlaps, payments, refunds, shipped int
 	wrote := map[string]int{}
 	for _, id := range ids {
@@ -165,6 +279,7 @@ func (w *witness) check(replicas []string) verdict {
 		o := w.store.Get(id)
 		v.entered += t.sections
 		v.stale += t.staleRefused
+		v.imports, v.exports, v.lines = v.imports+t.imports, v.exports+t.exports, v.lines+t.lines
 		payments, refunds, shipped = payments+t.payments, refunds+t.refunds, shipped+t.ships
 		if len(t.writes) > 0 {
 			v.orders++
@@ -176,9 +291,13 @@ func (w *witness) check(replicas []string) verdict {
 		for _, wr := range t.writes {
 			wrote[wr.replica]++
 		}
-		if o.Balance != t.paid-t.refunded || o.Payments != t.payments || o.Refunds != t.refunds {
+		switch {
+		case o.Balance != t.paid-t.refunded || o.Payments != t.payments || o.Refunds != t.refunds:
 			lost = append(lost, fmt.Sprintf("order %s: balance %d, not %d, after the %d payments and %d refunds the store accepted (it counts %d and %d)",
 				id, o.Balance, t.paid-t.refunded, t.payments, t.refunds, o.Payments, o.Refunds))
+		case o.Lines != t.lines || o.Total != t.linesTotal:
+			lost = append(lost, fmt.Sprintf("order %s: %d lines worth %d cents, not the %d worth %d the store imported",
+				id, o.Lines, o.Total, t.lines, t.linesTotal))
 		}
 		if t.overlaps > 0 {
 			overlaps += t.overlaps
@@ -190,17 +309,22 @@ func (w *witness) check(replicas []string) verdict {
 		if t.ships > 1 {
 			doubleShip = append(doubleShip, fmt.Sprintf("order %s: shipped %d times", id, t.ships))
 		}
+		if bad := streamOverlap(id, t.spans); bad != "" {
+			inStream = append(inStream, bad)
+		}
 	}
 
 	v.checks = append(v.checks,
 		verdictOf(lost, "no lost update, no double payment",
-			fmt.Sprintf("%d orders: balance = sum of the %d payments - %d refunds the store accepted, on every one", v.orders, payments, refunds)),
+			fmt.Sprintf("%d orders: balance = sum of the %d payments - %d refunds, lines = the %d lines imported, as the store accepted them, on every one", v.orders, payments, refunds, v.lines)),
 		verdictOf(overlapped, "no overlapping holders",
 			fmt.Sprintf("0 overlaps in %d critical sections", v.entered)),
 		verdictOf(stale, "no stale-token write accepted",
 			fmt.Sprintf("tokens strictly increasing on every order over %d writes; %d stale writes refused", v.writes, v.stale)),
 		verdictOf(doubleShip, "shipped at most once",
 			fmt.Sprintf("%d orders shipped, none twice", shipped)),
+		verdictOf(inStream, checkStreams,
+			fmt.Sprintf("%d imports (%d lines) and %d exports, each alone with its order from its first line to its last", v.imports, v.lines, v.exports)),
 	)
 	var idle []string
 	for _, r := range replicas {
@@ -213,6 +337,30 @@ func (w *witness) check(replicas []string) verdict {
 		v.checks[1].detail = fmt.Sprintf("%d overlaps on %d orders; %s", overlaps, len(overlapped), v.checks[1].detail)
 	}
 	return v
+}
+
+// checkStreams is the what of the check that an import or export of an
+// order is the only critical section of that order while it runs.
+const checkStreams = "nothing inside an import or export of its order"
+
+// streamOverlap is "" when no span of order id overlaps one of its
+// imports or exports, else the first such pair: a pay, refund or ship
+// that ran inside an import saw (or changed) the order half imported, one
+// inside an export changed what the export was reading, and two streams
+// of one order at once are two holders of order:<id>.
+func streamOverlap(id string, spans []span) string {
+	for i, s := range spans {
+		if !s.stream() {
+			continue
+		}
+		for j, x := range spans {
+			if j != i && s.overlaps(x) {
+				return fmt.Sprintf("order %s: %s on %s [%d, %d] overlapped %s on %s [%d, %d]",
+					id, x.what, x.replica, x.from, x.to, s.what, s.replica, s.from, s.to)
+			}
+		}
+	}
+	return ""
 }
 
 // verdictOf is ok when there is no counter-example, else the first one

@@ -1,7 +1,9 @@
-// Command echo is the orders service of lockkit's examples on echo (v4): every
-// route that touches order <id> runs under the lock "order:<id>" across all
-// replicas, a tenant's export under "tenant:<X-Tenant>", and each write is
-// fenced with the lock's token.
+// Command echo is the orders service of lockkit's examples on echo v5, with
+// echo5lock: every route that touches order <id> runs under the lock
+// "order:<id>" across all replicas, a tenant's export under
+// "tenant:<X-Tenant>", and each write is fenced with the lock's token.
+// (echo v4 gets bug fixes until 2026-12-31 and security fixes until
+// 2027-12-31; a v4 service takes echolock, configured the same way.)
 //
 //	go -C examples run ./echo    # embedded Redis (miniredis), on 127.0.0.1:8081
 //	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go -C examples run ./echo

@@ -4,9 +4,16 @@
 // under the distributed lock order:<order_id> — the key the HTTP examples
 // take for /orders/:id — on the Redis of REDIS_URL (or -redis) or, when
 // unset, an embedded miniredis. Each write is fenced with the lock's token.
+// Two streams hold that lock for their whole life, keyed by their first
+// message (grpclock.StreamServerInterceptor with FromFirstMessage):
+// ImportLines, a client stream of line items into one order, and
+// ExportLines, a server stream of an order's lines.
 //
 //	go -C examples run ./grpc                      # listens on 127.0.0.1:50051
 //	grpcurl -plaintext -d '{"order_id":"42","amount_cents":1000}' 127.0.0.1:50051 orders.v1.Orders/PayOrder
+//	grpcurl -plaintext -d '{"order_id":"42","line":{"sku":"tea","quantity":2,"unit_cents":450}}
+//	  {"order_id":"42","line":{"sku":"cup","quantity":1,"unit_cents":900}}' 127.0.0.1:50051 orders.v1.Orders/ImportLines
+//	grpcurl -plaintext -d '{"order_id":"42"}' 127.0.0.1:50051 orders.v1.Orders/ExportLines
 //	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:50052 go -C examples run ./grpc
 //
 // As in every example, ADDR is the listen address and REDIS_URL the Redis;
@@ -78,6 +85,8 @@ func serveOrders(ctx context.Context, lis net.Listener, redisURL string, work ti
 	fmt.Fprintf(out, "orders (gRPC) listening on %s (locks on %s)\n", lis.Addr(), rdb.Desc)
 	fmt.Fprintln(out, "  PayOrder, RefundOrder  lock order:<order_id> (wait)")
 	fmt.Fprintln(out, "  ShipOrder              lock order:<order_id> (no wait: ABORTED when busy)")
+	fmt.Fprintln(out, "  ImportLines (client stream), ExportLines (server stream)")
+	fmt.Fprintln(out, "                         lock order:<order_id> of the first message (wait), held until the stream ends")
 	fmt.Fprintln(out, "  GetOrder               no lock")
 	fmt.Fprintf(out, "try: grpcurl -plaintext -d '{\"order_id\":\"42\",\"amount_cents\":1000}' %s orders.v1.Orders/PayOrder\n", lis.Addr())
 	return ordersgrpc.Serve(ctx, s, lis)

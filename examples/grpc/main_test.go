@@ -62,7 +62,8 @@ func start(t *testing.T, redisURL string) *grpc.ClientConn {
 // tokens), a refund larger than the balance is refused, five concurrent
 // ShipOrder calls ship once (the others find the order busy — no wait — or
 // shipped), GetOrder takes no lock (selector), reflection lists the service,
-// an empty order id or a negative amount is InvalidArgument.
+// an empty order id or a negative amount is InvalidArgument, and the
+// streams run (checkStreams).
 func checkOrders(t *testing.T, conn *grpc.ClientConn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -175,6 +176,50 @@ func checkOrders(t *testing.T, conn *grpc.ClientConn) {
 	}
 	if !strings.Contains(strings.Join(names, ","), "orders.v1.Orders") {
 		t.Fatalf("reflection lists %v", names)
+	}
+	checkStreams(t, cl)
+}
+
+// checkStreams imports two lines into an order over ImportLines (one lock,
+// one fencing token for both) and reads them back over ExportLines, under a
+// newer lock whose token every message carries.
+func checkStreams(t *testing.T, cl ordersv1.OrdersClient) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	imp, err := cl.ImportLines(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []*ordersv1.LineItem{{Sku: "tea", Quantity: 2, UnitCents: 450}, {Sku: "cup", Quantity: 1, UnitCents: 900}}
+	for _, l := range want {
+		if err := imp.Send(&ordersv1.ImportLinesRequest{OrderId: "lines", Line: l}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := imp.CloseAndRecv()
+	if o := sum.GetOrder(); err != nil || sum.GetLinesImported() != 2 || o.GetLines() != 2 || o.GetTotalCents() != 1800 || o.GetToken() != sum.GetFencingToken() || o.GetToken() == 0 {
+		t.Fatalf("ImportLines: %v %v", sum, err)
+	}
+	exp, err := cl.ExportLines(ctx, &ordersv1.ExportLinesRequest{OrderId: "lines"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []int64
+	for i := 0; ; i++ {
+		r, err := exp.Recv()
+		if err == io.EOF {
+			if i != len(want) {
+				t.Fatalf("ExportLines sent %d lines, want %d", i, len(want))
+			}
+			break
+		}
+		if err != nil || i >= len(want) || r.GetLineNo() != int64(i+1) || r.GetLine().GetSku() != want[i].GetSku() || r.GetLine().GetUnitCents() != want[i].GetUnitCents() {
+			t.Fatalf("ExportLines message %d: %v %v", i+1, r, err)
+		}
+		tokens = append(tokens, r.GetFencingToken())
+	}
+	if tokens[0] <= sum.GetFencingToken() || tokens[1] != tokens[0] {
+		t.Fatalf("export tokens %v after the import's %d: want one lock, newer", tokens, sum.GetFencingToken())
 	}
 }
 

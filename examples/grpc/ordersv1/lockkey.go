@@ -19,3 +19,15 @@ func (r *RefundOrderRequest) LockKey() (string, error) {
 func (r *ShipOrderRequest) LockKey() (string, error) {
 	return core.JoinKey("order", r.GetOrderId())
 }
+
+// LockKey is order:<order_id>. grpclock.FromFirstMessage keys ImportLines
+// by its first message's, so the whole upload holds the order's lock.
+func (r *ImportLinesRequest) LockKey() (string, error) {
+	return core.JoinKey("order", r.GetOrderId())
+}
+
+// LockKey is order:<order_id>: the request is the stream's first (and only)
+// received message, which grpclock.FromFirstMessage keys ExportLines by.
+func (r *ExportLinesRequest) LockKey() (string, error) {
+	return core.JoinKey("order", r.GetOrderId())
+}

@@ -94,6 +94,18 @@ func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 		}
 	})
 
+	// The handler writes the order it locked: /orders/%34%32/pay locks
+	// order:42 (the adapters decode an id once) and must pay order 42, not
+	// an order named "%34%32" that nothing locks.
+	t.Run("escaped id", func(t *testing.T) {
+		obs := newAcquireLog()
+		base := serveRouter(t, newRouter(ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0)}))
+		r := Post(t, base+"/orders/%34%32/pay")
+		if e := obs.last(); r.Status != http.StatusOK || r.Order.ID != "42" || e.info.Key != "order:42" {
+			t.Errorf("pay /orders/%%34%%32: %d, paid order %q under the lock %q: %s", r.Status, r.Order.ID, e.info.Key, r.Body)
+		}
+	})
+
 	t.Run("nolock", func(t *testing.T) {
 		base := serveRouter(t, newRouter(ordershttp.Config{Book: orders.NewStore(0), NoLock: true}))
 		held := hold(t, "order:z")

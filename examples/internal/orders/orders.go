@@ -9,14 +9,23 @@
 // fencing token and a write with a token older than the last one the order
 // saw is refused (ErrStaleToken), so a holder that lost its lock (a long GC
 // pause, a partition) cannot overwrite its successor's work.
+//
+// An order also has line items, imported a line at a time (Import) and
+// exported a page at a time (ExportLines): the gRPC service streams them.
+// An import is one change to the order made of many writes, so whoever
+// runs one holds the order's lock from its first line to its last, and
+// an export holds it from its first read to its last so that it reads
+// one state of the order.
 package orders
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +40,9 @@ var (
 	// ErrOverflow refuses a payment the balance cannot hold: an int64 of
 	// cents would wrap around to a negative balance.
 	ErrOverflow = errors.New("orders: amount too large: the balance would overflow")
+	// ErrBadLine refuses a line item without a SKU, with a quantity below
+	// 1 or with a negative unit price.
+	ErrBadLine = errors.New("orders: a line needs a sku, a quantity > 0 and a unit price >= 0 cents")
 )
 
 // Order is one order's state.
@@ -40,8 +52,30 @@ type Order struct {
 	Payments int    `json:"payments"`
 	Refunds  int    `json:"refunds"`
 	Shipped  bool   `json:"shipped"`
+	// Lines is how many line items were imported, Total their value:
+	// the sum of quantity × unit price.
+	Lines int   `json:"lines"`
+	Total int64 `json:"total_cents"`
 	// Token is the fencing token of the last write.
 	Token int64 `json:"token"`
+}
+
+// Line is one line item of an order.
+type Line struct {
+	SKU       string `json:"sku"`
+	Quantity  int64  `json:"quantity"`
+	UnitCents int64  `json:"unit_cents"`
+}
+
+// cents is the line's value, or ErrBadLine or ErrOverflow.
+func (l Line) cents() (int64, error) {
+	switch {
+	case l.SKU == "" || l.Quantity <= 0 || l.UnitCents < 0:
+		return 0, fmt.Errorf("%w: sku %q, quantity %d, unit_cents %d", ErrBadLine, l.SKU, l.Quantity, l.UnitCents)
+	case l.UnitCents > 0 && l.Quantity > math.MaxInt64/l.UnitCents:
+		return 0, fmt.Errorf("%w: %d × %d cents", ErrOverflow, l.Quantity, l.UnitCents)
+	}
+	return l.Quantity * l.UnitCents, nil
 }
 
 // Export is the result of a tenant export.
@@ -54,13 +88,16 @@ type Export struct {
 // Book is what the order routes run: *Store, or a wrapper around one (the
 // demo wraps it with its witness). Every front end — gin, echo, gRPC —
 // takes a Book, so all of them serve the same order book. (The gRPC
-// service has no export RPC; the HTTP front ends serve Export.)
+// service has no tenant export and the HTTP front ends no line items:
+// Import and ExportLines are streams, which gRPC has.)
 type Book interface {
 	Get(id string) Order
 	Pay(ctx context.Context, id string, token, cents int64) (Order, error)
 	Refund(ctx context.Context, id string, token, cents int64) (Order, error)
 	Ship(ctx context.Context, id string, token int64) (Order, error)
 	Export(ctx context.Context, tenant string, token int64) (Export, error)
+	Import(ctx context.Context, id string, token int64, lines iter.Seq2[Line, error]) (Order, int, error)
+	ExportLines(ctx context.Context, id string, send func(Line) error) (int, error)
 }
 
 var _ Book = (*Store)(nil)
@@ -73,12 +110,13 @@ type Store struct {
 
 	mu      sync.Mutex
 	orders  map[string]Order
+	lines   map[string][]Line
 	exports map[string]Export
 }
 
 // NewStore returns an empty store whose operations take work.
 func NewStore(work time.Duration) *Store {
-	return &Store{Work: work, orders: map[string]Order{}, exports: map[string]Export{}}
+	return &Store{Work: work, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}}
 }
 
 // Get returns an order (the zero Order with the id when it does not exist).
@@ -106,7 +144,7 @@ func (s *Store) Pay(ctx context.Context, id string, token, cents int64) (Order, 
 		o.Balance += cents
 		o.Payments++
 		return nil
-	})
+	}, nil)
 }
 
 // Refund takes cents back from the balance.
@@ -121,7 +159,7 @@ func (s *Store) Refund(ctx context.Context, id string, token, cents int64) (Orde
 		o.Balance -= cents
 		o.Refunds++
 		return nil
-	})
+	}, nil)
 }
 
 // Ship marks a paid order shipped, once.
@@ -135,13 +173,83 @@ func (s *Store) Ship(ctx context.Context, id string, token int64) (Order, error)
 		}
 		o.Shipped = true
 		return nil
-	})
+	}, nil)
+}
+
+// Import adds lines to order id in the order lines yields them, each
+// line one read-modify-write (so each takes Work, and each is fenced with
+// token). It stops at the first error, of lines (the caller's: a broken
+// upload) or of a line's write (ErrBadLine, ErrOverflow, ErrStaleToken,
+// ctx ended), and returns the order after the last line it added and how
+// many it added: lines added before an error stay, as rows written before
+// a failed upload would.
+func (s *Store) Import(ctx context.Context, id string, token int64, lines iter.Seq2[Line, error]) (Order, int, error) {
+	o, n := s.Get(id), 0
+	for l, err := range lines {
+		if err != nil {
+			return o, n, err
+		}
+		next, err := s.addLine(ctx, id, token, l)
+		if err != nil {
+			return o, n, err
+		}
+		o, n = next, n+1
+	}
+	return o, n, nil
+}
+
+// addLine appends one line and adds its value to the order's total.
+func (s *Store) addLine(ctx context.Context, id string, token int64, l Line) (Order, error) {
+	cents, err := l.cents()
+	if err != nil {
+		return Order{}, err
+	}
+	return s.update(ctx, id, token, func(o *Order) error {
+		if o.Total > math.MaxInt64-cents {
+			return fmt.Errorf("%w: total %d + %d cents", ErrOverflow, o.Total, cents)
+		}
+		o.Total += cents
+		o.Lines++
+		return nil
+	}, func() { s.lines[id] = append(s.lines[id], l) })
+}
+
+// PageSize is how many lines ExportLines reads at a time.
+const PageSize = 16
+
+// ExportLines calls send with each line of order id, in order, reading
+// them a page of PageSize at a time (Work each, as a cursor over a slow
+// database would), and returns how many it sent. It stops at the first
+// error of send or of a read (ctx ended). Run while others import, it
+// reads whatever lines are there when it gets to them: only the order's
+// lock makes it one state of the order.
+func (s *Store) ExportLines(ctx context.Context, id string, send func(Line) error) (int, error) {
+	n := 0
+	for {
+		if err := s.work(ctx); err != nil {
+			return n, err
+		}
+		s.mu.Lock()
+		ls := s.lines[id]
+		page := slices.Clone(ls[min(n, len(ls)):min(n+PageSize, len(ls))])
+		s.mu.Unlock()
+		for _, l := range page {
+			if err := send(l); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if len(page) < PageSize {
+			return n, nil
+		}
+	}
 }
 
 // update is the read-modify-write every operation does: read, work (ended
 // early when ctx ends: the client left or the lock was lost), then write
-// if the token is not older than the order's last.
-func (s *Store) update(ctx context.Context, id string, token int64, change func(*Order) error) (Order, error) {
+// if the token is not older than the order's last. also, when not nil,
+// writes the rest of the change (rows beside the order's) with the order.
+func (s *Store) update(ctx context.Context, id string, token int64, change func(*Order) error, also func()) (Order, error) {
 	o := s.Get(id)
 	if err := s.work(ctx); err != nil {
 		return Order{}, err
@@ -156,6 +264,9 @@ func (s *Store) update(ctx context.Context, id string, token int64, change func(
 	}
 	o.Token = token
 	s.orders[id] = o
+	if also != nil {
+		also()
+	}
 	return o, nil
 }
 
@@ -197,7 +308,7 @@ func HTTPStatus(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusOK
-	case errors.Is(err, ErrBadAmount), errors.Is(err, ErrOverflow):
+	case errors.Is(err, ErrBadAmount), errors.Is(err, ErrOverflow), errors.Is(err, ErrBadLine):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrStaleToken), errors.Is(err, ErrNotPaid), errors.Is(err, ErrAlreadyShipped):
 		return http.StatusConflict

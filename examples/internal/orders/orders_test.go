@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"net/http"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,5 +98,87 @@ func TestPayOverflow(t *testing.T) {
 	}
 	if o := s.Get("1"); o.Balance != math.MaxInt64 || o.Payments != 2 || o.Token != 2 {
 		t.Fatalf("after refused payments: %+v", o)
+	}
+}
+
+// seq yields lines, then err (when not nil).
+func seq(err error, lines ...orders.Line) func(func(orders.Line, error) bool) {
+	return func(yield func(orders.Line, error) bool) {
+		for _, l := range lines {
+			if !yield(l, nil) {
+				return
+			}
+		}
+		if err != nil {
+			yield(orders.Line{}, err)
+		}
+	}
+}
+
+// Import adds each line (fenced, counted in the order's Lines and Total)
+// and ExportLines reads them back in order; an import stops at its first
+// bad line or broken upload, keeping the lines before it; an export stops
+// when send fails or its context ends.
+func TestLines(t *testing.T) {
+	s := orders.NewStore(0)
+	ctx := context.Background()
+	a, b := orders.Line{SKU: "a", Quantity: 2, UnitCents: 150}, orders.Line{SKU: "b", Quantity: 1, UnitCents: 0}
+	o, n, err := s.Import(ctx, "1", 5, seq(nil, a, b))
+	if err != nil || n != 2 || o.Lines != 2 || o.Total != 300 || o.Token != 5 || s.Get("1") != o {
+		t.Fatalf("import: %+v %d %v", o, n, err)
+	}
+	var got []orders.Line
+	if n, err := s.ExportLines(ctx, "1", func(l orders.Line) error { got = append(got, l); return nil }); err != nil || n != 2 || len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("export: %d %v %+v", n, err, got)
+	}
+
+	// More lines than a page: every one, in order.
+	many := make([]orders.Line, 2*orders.PageSize+1)
+	for i := range many {
+		many[i] = orders.Line{SKU: strconv.Itoa(i), Quantity: 1}
+	}
+	if _, n, err := s.Import(ctx, "3", 1, seq(nil, many...)); err != nil || n != len(many) {
+		t.Fatalf("import of %d lines: %d %v", len(many), n, err)
+	}
+	got = got[:0]
+	if n, err := s.ExportLines(ctx, "3", func(l orders.Line) error { got = append(got, l); return nil }); err != nil || n != len(many) || !slices.Equal(got, many) {
+		t.Fatalf("export of %d lines: %d %v, %d lines", len(many), n, err, len(got))
+	}
+
+	broken := errors.New("upload broken")
+	for _, tc := range []struct {
+		name  string
+		lines func(func(orders.Line, error) bool)
+		want  error
+		added int
+	}{
+		{"no sku", seq(nil, a, orders.Line{Quantity: 1}), orders.ErrBadLine, 1},
+		{"no quantity", seq(nil, orders.Line{SKU: "x"}), orders.ErrBadLine, 0},
+		{"negative price", seq(nil, orders.Line{SKU: "x", Quantity: 1, UnitCents: -1}), orders.ErrBadLine, 0},
+		{"line overflows", seq(nil, orders.Line{SKU: "x", Quantity: 3, UnitCents: math.MaxInt64 / 2}), orders.ErrOverflow, 0},
+		{"total overflows", seq(nil, a, orders.Line{SKU: "x", Quantity: 1, UnitCents: math.MaxInt64 - 100}), orders.ErrOverflow, 1},
+		{"broken upload", seq(broken, a), broken, 1},
+	} {
+		s := orders.NewStore(0)
+		o, n, err := s.Import(ctx, "2", 1, tc.lines)
+		if !errors.Is(err, tc.want) || n != tc.added || o.Lines != tc.added || s.Get("2") != o {
+			t.Errorf("%s: %+v %d %v, want %v after %d lines", tc.name, o, n, err, tc.want, tc.added)
+		}
+	}
+	if orders.HTTPStatus(orders.ErrBadLine) != http.StatusBadRequest {
+		t.Error("a bad line is not a 400")
+	}
+	if _, _, err := s.Import(ctx, "1", 4, seq(nil, a)); !errors.Is(err, orders.ErrStaleToken) {
+		t.Fatalf("import with an older token: %v", err)
+	}
+
+	stop := errors.New("client gone")
+	if n, err := s.ExportLines(ctx, "1", func(orders.Line) error { return stop }); !errors.Is(err, stop) || n != 0 {
+		t.Fatalf("export whose send fails: %d %v", n, err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if n, err := s.ExportLines(cctx, "1", func(orders.Line) error { return nil }); !errors.Is(err, context.Canceled) || n != 0 {
+		t.Fatalf("export after its context ended: %d %v", n, err)
 	}
 }

@@ -1,16 +1,19 @@
-// Package ordersecho is the orders service on echo (v4), with echolock in
+// Package ordersecho is the orders service on echo v5, with echo5lock in
 // front of the routes ordershttp lists. examples/echo serves it, and so
-// does the demo's echo replica.
+// does the demo's echo replica. It is on v5 because echo v4 only gets bug
+// fixes until 2026-12-31 (security fixes until 2027-12-31); the library
+// keeps echolock for v4 services.
 package ordersecho
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 
-	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
 
-	"github.com/lockkit/lockkit/echolock"
+	"github.com/lockkit/lockkit/echo5lock"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordershttp"
 )
@@ -18,43 +21,48 @@ import (
 // Config is what NewRouter needs: the Config of every HTTP front end.
 type Config = ordershttp.Config
 
-// The lock keys as echolock key specs: "order:<id>" is the key ginlock and
+// The lock keys as echo5lock key specs: "order:<id>" is the key ginlock and
 // grpclock build too, so replicas on gin, echo and gRPC exclude each other.
 const (
 	orderKey  = "const:order,param:id"
 	tenantKey = "const:tenant,header:" + ordershttp.TenantHeader
 )
 
-// NewRouter returns the orders API on echo. It returns a plain http.Handler
-// because serving it is all its callers do: the example and the demo's
-// replica. It panics, as echolock.NewWithConfig does, when cfg.Client is
-// nil and cfg.NoLock is false.
+// NewRouter returns the orders API on echo v5. It returns a plain
+// http.Handler because serving it is all its callers do: the example and
+// the demo's replica. It panics, as echo5lock.NewWithConfig does, when
+// cfg.Client is nil and cfg.NoLock is false.
+//
+// The router decodes path values (UnescapePathParamValues): echo v5 would
+// otherwise hand a handler "%34%32" for /orders/%34%32/pay, while
+// echo5lock decodes the id once for the key, and the handler would write
+// another order than the one it locked.
 func NewRouter(cfg Config) http.Handler {
-	e := echo.New()
-	e.HideBanner, e.HidePort = true, true
+	e := echo.NewWithConfig(echo.Config{Router: echo.NewRouter(echo.RouterConfig{UnescapePathParamValues: true})})
 	if cfg.Log != nil {
-		e.Use(middleware.LoggerWithConfig(middleware.LoggerConfig{Output: cfg.Log}))
+		e.Logger = slog.New(slog.NewTextHandler(cfg.Log, nil))
+		e.Use(middleware.RequestLogger())
 	}
 	e.Use(middleware.Recover())
 
 	lockOrder, shipOnce, lockTenant := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
 	if !cfg.NoLock {
-		lockOrder = echolock.NewWithConfig(echolock.Config{Client: cfg.Client, KeyParts: orderKey, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
+		lockOrder = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: orderKey, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
 		// Shipping twice is the classic duplicate click: answer 409 at once
 		// rather than queue behind the first.
-		shipOnce = echolock.NewWithConfig(echolock.Config{Client: cfg.Client, KeyParts: orderKey, NoWait: true, TokenHeader: ordershttp.TokenHeader})
-		lockTenant = echolock.NewWithConfig(echolock.Config{Client: cfg.Client, KeyParts: tenantKey, Wait: cfg.Wait})
+		shipOnce = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: orderKey, NoWait: true, TokenHeader: ordershttp.TokenHeader})
+		lockTenant = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: tenantKey, Wait: cfg.Wait})
 	}
 
 	book := cfg.Book
-	e.GET("/orders/:id", func(c echo.Context) error { return c.JSON(http.StatusOK, book.Get(c.Param("id"))) })
+	e.GET("/orders/:id", func(c *echo.Context) error { return c.JSON(http.StatusOK, book.Get(c.Param("id"))) })
 	e.POST("/orders/:id/pay", withAmount(book.Pay), lockOrder)
 	e.POST("/orders/:id/refund", withAmount(book.Refund), lockOrder)
-	e.POST("/orders/:id/ship", func(c echo.Context) error {
+	e.POST("/orders/:id/ship", func(c *echo.Context) error {
 		o, err := book.Ship(c.Request().Context(), c.Param("id"), token(c))
 		return reply(c, o, err)
 	}, shipOnce)
-	e.POST("/tenant/export", func(c echo.Context) error {
+	e.POST("/tenant/export", func(c *echo.Context) error {
 		x, err := book.Export(c.Request().Context(), c.Request().Header.Get(ordershttp.TenantHeader), token(c))
 		return reply(c, x, err)
 	}, lockTenant)
@@ -65,7 +73,7 @@ func pass(next echo.HandlerFunc) echo.HandlerFunc { return next }
 
 // withAmount is the handler of a write that takes ?amount= (Pay, Refund).
 func withAmount(write func(ctx context.Context, id string, token, cents int64) (orders.Order, error)) echo.HandlerFunc {
-	return func(c echo.Context) error {
+	return func(c *echo.Context) error {
 		cents, err := orders.ParseAmount(c.QueryParam("amount"))
 		if err != nil {
 			return reply(c, nil, err)
@@ -78,16 +86,18 @@ func withAmount(write func(ctx context.Context, id string, token, cents int64) (
 
 // token is the fencing token of the lock the request holds (0 unlocked):
 // the book refuses a write with a token older than the order's last.
-func token(c echo.Context) int64 {
-	if l, ok := echolock.Lease(c); ok {
+func token(c *echo.Context) int64 {
+	if l, ok := echo5lock.Lease(c); ok {
 		return l.Token()
 	}
 	return 0
 }
 
-func reply(c echo.Context, v any, err error) error {
+// reply answers v, or err as {"message": ...} with the status the book's
+// error maps to (echo's DefaultHTTPErrorHandler writes it).
+func reply(c *echo.Context, v any, err error) error {
 	if err != nil {
-		return echo.NewHTTPError(orders.HTTPStatus(err), err.Error()).SetInternal(err)
+		return echo.NewHTTPError(orders.HTTPStatus(err), err.Error()).Wrap(err)
 	}
 	return c.JSON(http.StatusOK, v)
 }

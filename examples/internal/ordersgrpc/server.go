@@ -20,55 +20,68 @@ import (
 	"github.com/lockkit/lockkit/grpclock"
 )
 
-// DefaultWait is how long PayOrder and RefundOrder wait for a busy order
-// before they are answered codes.Aborted.
+// DefaultWait is how long PayOrder, RefundOrder and the streams wait for a
+// busy order before they are answered codes.Aborted.
 const DefaultWait = 5 * time.Second
 
 // Config is what NewServer needs.
 type Config struct {
 	Client *core.Client // the lock service (required unless NoLock)
 	Book   orders.Book  // the order book (the shared database)
-	// Wait is the wait budget of PayOrder and RefundOrder (0: DefaultWait).
-	// ShipOrder never waits.
+	// Wait is the wait budget of PayOrder, RefundOrder, ImportLines and
+	// ExportLines (0: DefaultWait). ShipOrder never waits.
 	Wait time.Duration
 	// NoLock leaves the lock out: the baseline that shows what it prevents.
 	NoLock bool
 }
 
-// waiting and noWait are the RPCs that change an order; GetOrder only reads.
+// waiting and noWait are the unary RPCs that change an order (GetOrder only
+// reads); streams are the streaming RPCs, each locking its order for its
+// whole life. Reflection is a stream too and must not be locked: its
+// messages have no LockKey (a lock on it would answer Internal).
 var (
 	waiting = map[string]bool{
 		ordersv1.Orders_PayOrder_FullMethodName:    true,
 		ordersv1.Orders_RefundOrder_FullMethodName: true,
 	}
-	noWait = map[string]bool{ordersv1.Orders_ShipOrder_FullMethodName: true}
+	noWait  = map[string]bool{ordersv1.Orders_ShipOrder_FullMethodName: true}
+	streams = map[string]bool{
+		ordersv1.Orders_ImportLines_FullMethodName: true,
+		ordersv1.Orders_ExportLines_FullMethodName: true,
+	}
 )
 
 func methods(set map[string]bool) selector.Matcher {
 	return selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool { return set[c.FullMethod()] })
 }
 
-// NewServer builds the gRPC server: the lock on the methods that change an
-// order (chosen with go-grpc-middleware's selector; the key is each
-// message's LockKey(), order:<id>): PayOrder and RefundOrder wait for it,
-// ShipOrder (the duplicate click) does not. Recovery sits inside the lock,
+// NewServer builds the gRPC server: the lock on the methods that change or
+// export an order (chosen with go-grpc-middleware's selector; the key is
+// each message's LockKey(), order:<id>): PayOrder and RefundOrder wait for
+// it, ShipOrder (the duplicate click) does not; ImportLines and
+// ExportLines wait for it and hold it for the whole stream, keyed by the
+// stream's first message (grpclock.FromFirstMessage: the order id is in
+// the messages, not in metadata). Recovery sits inside the lock,
 // reflection is on so grpcurl needs no .proto.
 func NewServer(cfg Config) *grpc.Server {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
 	var chain []grpc.UnaryServerInterceptor
+	var schain []grpc.StreamServerInterceptor
 	if !cfg.NoLock {
 		chain = append(chain,
 			// (authentication would go here, before the lock)
 			selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.Wait(cfg.Wait)), methods(waiting)),
 			selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.NoWait()), methods(noWait)),
 		)
+		schain = append(schain, selector.StreamServerInterceptor(
+			grpclock.StreamServerInterceptor(cfg.Client, grpclock.FromFirstMessage(), grpclock.Wait(cfg.Wait)), methods(streams)))
 	}
-	chain = append(chain, recovery.UnaryServerInterceptor(recovery.WithRecoveryHandler(func(p any) error {
-		return status.Errorf(codes.Internal, "panic: %v", p)
-	})))
-	s := grpc.NewServer(grpc.ChainUnaryInterceptor(chain...))
+	recovered := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
+	chain = append(chain, recovery.UnaryServerInterceptor(recovered))
+	schain = append(schain, recovery.StreamServerInterceptor(recovered))
+	s := grpc.NewServer(grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(schain...))
 	ordersv1.RegisterOrdersServer(s, NewService(cfg.Book))
 	reflection.Register(s)
 	return s
