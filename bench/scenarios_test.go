@@ -12,7 +12,7 @@ import (
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
-// scenario is one load shape of issue 6: workers on keys with a critical
+// scenario is one load shape (S1–S5 in the README): workers on keys with a critical
 // section of cs.
 type scenario struct {
 	name    string
