@@ -78,9 +78,6 @@ func newClient(opts []Option, mk func(*config) (backend, error)) (*Client, error
 	return c, nil
 }
 
-// ErrBadRedisClient is returned by New for a client the engine cannot use.
-var ErrBadRedisClient = errors.New("lockkit: unusable redis client")
-
 func checkRedisClient(rdb redis.UniversalClient) error {
 	const fix = "set ContextTimeoutEnabled: true in its options so a context deadline bounds socket I/O"
 	switch c := rdb.(type) {

@@ -93,34 +93,3 @@ func BuildKey[R any](r R, parts []KeyPart[R]) (string, error) {
 	}
 	return JoinKey(vals...)
 }
-
-// KeyPartError says which part of a key could not be taken from the request.
-// It matches ErrInvalidKey (adapters answer 400 / InvalidArgument), unless
-// its getter's error matches ErrKeyConfig: then it is the server's mistake
-// and matches only that (500 / Internal).
-type KeyPartError struct {
-	Index        int
-	Source, Name string // empty when built by JoinKey
-	Reason       string
-	Err          error
-}
-
-func (e *KeyPartError) Error() string {
-	what := fmt.Sprintf("part %d", e.Index)
-	if e.Source != "" {
-		what = fmt.Sprintf("%s %q", e.Source, e.Name)
-	}
-	msg := fmt.Sprintf("lockkit: invalid lock key: %s is %s", what, e.Reason)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-// Is makes errors.Is(err, ErrInvalidKey) true for a caller's mistake.
-func (e *KeyPartError) Is(target error) bool {
-	return target == ErrInvalidKey && !errors.Is(e.Err, ErrKeyConfig)
-}
-
-// Unwrap returns the error of the part's getter, if any.
-func (e *KeyPartError) Unwrap() error { return e.Err }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,53 +78,6 @@ type quorum struct {
 	addrs   []string
 	need    int           // majority: N/2+1
 	timeout time.Duration // per node call
-}
-
-// NodeError is one node's failure in Redlock mode.
-type NodeError struct {
-	Addr string
-	Err  error
-}
-
-func (e NodeError) Error() string { return e.Addr + ": " + e.Err.Error() }
-func (e NodeError) Unwrap() error { return e.Err }
-
-// QuorumError says why a Redlock call did not reach a majority: which
-// nodes refused (held by another owner) and which failed (unreachable,
-// timeout, error). Inside ErrUnavailable when too many failed to reach a
-// majority; attached to *NotAcquiredError (Nodes) when others held it.
-type QuorumError struct {
-	Op      string
-	Granted int
-	Need    int
-	Refused []string
-	Failed  []NodeError
-}
-
-func (e *QuorumError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d of %d nodes needed", e.Op, e.Granted, e.Need)
-	if len(e.Refused) > 0 {
-		fmt.Fprintf(&b, "; held by another on %s", strings.Join(e.Refused, ", "))
-	}
-	for i, f := range e.Failed {
-		if i == 0 {
-			b.WriteString("; failed: ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(f.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns the node failures (errors.Is sees through them).
-func (e *QuorumError) Unwrap() []error {
-	errs := make([]error, len(e.Failed))
-	for i, f := range e.Failed {
-		errs[i] = f
-	}
-	return errs
 }
 
 type nodeResult[T any] struct {
