@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/corehook"
 )
 
 // Defaults shared by the adapters.
@@ -94,7 +95,7 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 		// handler unlocked: never a lock seen held, never an ended request.
 		g.Outcome = core.OutcomeUnlocked
 		g.Ctx = reqCtx
-		c.Client.Observer().Unlocked(reqCtx, core.AcquireInfo{Key: key, Name: name, Start: time.Now()}, err)
+		corehook.Unlocked(reqCtx, c.Client, key, name, err)
 	}
 	return g
 }
