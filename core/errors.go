@@ -46,8 +46,8 @@ var (
 	// ErrKeyConfig: the server built a key from a source it configured wrongly
 	// (a path parameter its route lacks, a message field that does not
 	// exist). Unlike ErrInvalidKey it is the server's mistake, not the
-	// caller's: adapters answer it with 500 / Internal. A KeyPart's getter
-	// returns an error wrapping it for such a mistake.
+	// caller's: adapters answer it with 500 / Internal. A custom key part
+	// (an adapter's Func) returns an error wrapping it for such a mistake.
 	ErrKeyConfig = errors.New("lockkit: key source misconfigured")
 
 	// ErrInvalidOption: an option that makes no sense: a TTL ≤ 0 or below
@@ -155,15 +155,17 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 // Unwrap returns the cause.
 func (e *UnavailableError) Unwrap() error { return e.Err }
 
-// KeyPartError says which part of a key could not be taken from the request.
-// It matches ErrInvalidKey (adapters answer 400 / InvalidArgument), unless
-// its getter's error matches ErrKeyConfig: then it is the server's mistake
-// and matches only that (500 / Internal).
+// KeyPartError says which part of a key is missing, empty or unreadable: a
+// part given to JoinKey, or a part an adapter read from a request (then
+// Source and Name say which, e.g. "param" "id"). It matches ErrInvalidKey
+// (adapters answer 400 / InvalidArgument), unless the part's error matches
+// ErrKeyConfig: then it is the server's mistake and matches only that (500 /
+// Internal).
 type KeyPartError struct {
-	Index        int
+	Index        int    // the part's position, from 0
 	Source, Name string // empty when built by JoinKey
-	Reason       string
-	Err          error
+	Reason       string // "empty", "missing or empty", "unreadable", "misconfigured"
+	Err          error  // the part's error, if any
 }
 
 func (e *KeyPartError) Error() string {
