@@ -10,14 +10,17 @@ import (
 // quorum implements the same interface over several independent masters, so
 // neither the public API nor the adapters change with the backend.
 type backend interface {
-	// acquire runs one attempt. sent is the local time the attempt left, from
-	// which the caller computes the lease's local deadline.
+	// acquire runs one attempt with req's owner token, TTL, owner id and
+	// metadata; the reply says whether it got the lock, with its fencing
+	// token, or who holds it. The caller notes the local time it sent the
+	// attempt, from which it computes the lease's local deadline.
 	acquire(ctx context.Context, n redisNames, req acquireReq) (acquireReply, error)
 	// release removes the lease if token still owns it; false: it did not.
 	// listeners is how many subscribers got the release message.
 	release(ctx context.Context, n redisNames, token string) (released bool, listeners int, err error)
-	// handoff passes the lock from token straight to the waiter req in one
-	// step; ok false: token did not hold it. Only when canHandoff.
+	// handoff passes the lock from the owner token from straight to the
+	// waiter to, in one step; the reply's ok is false when from did not hold
+	// it. Only when canHandoff.
 	handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error)
 	canHandoff() bool
 	// extend resets the TTL if token still owns it; false: it did not.

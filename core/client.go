@@ -78,9 +78,6 @@ func newClient(opts []Option, mk func(*config) (backend, error)) (*Client, error
 	return c, nil
 }
 
-// ErrBadRedisClient is returned by New for a client the engine cannot use.
-var ErrBadRedisClient = errors.New("lockkit: unusable redis client")
-
 func checkRedisClient(rdb redis.UniversalClient) error {
 	const fix = "set ContextTimeoutEnabled: true in its options so a context deadline bounds socket I/O"
 	switch c := rdb.(type) {
@@ -185,10 +182,6 @@ func (c *Client) ForceRelease(ctx context.Context, key string) (bool, error) {
 
 // monoNow is now on the Client's monotonic clock, in nanoseconds.
 func (c *Client) monoNow() int64 { return time.Since(c.epoch).Nanoseconds() }
-
-// Observer returns the Client's Observer (a NopObserver when none was set).
-// Adapters report fail-open runs through it.
-func (c *Client) Observer() Observer { return c.obs }
 
 // Owner is the owner id this Client stores next to its locks.
 func (c *Client) Owner() string { return c.cfg.owner }

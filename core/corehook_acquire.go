@@ -1,8 +1,21 @@
 package core
 
-import "github.com/lockkit/lockkit/internal/corehook"
+import (
+	"context"
+	"time"
 
-func init() { corehook.AcquireSettings = acquireSettings }
+	"github.com/lockkit/lockkit/internal/corehook"
+)
+
+func init() {
+	corehook.AcquireSettings = acquireSettings
+	corehook.Unlocked = unlocked
+}
+
+// unlocked reports a fail-open run to the Client's Observer.
+func unlocked(ctx context.Context, client any, key, name string, err error) {
+	client.(*Client).obs.Unlocked(ctx, AcquireInfo{Key: key, Name: name, Start: time.Now()}, err)
+}
 
 // acquireSettings applies opts to two different baselines: a setting an
 // option touches differs from at least one of them.

@@ -3,11 +3,16 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
-// Sentinel errors. Every error the engine returns matches one of these (or the
-// caller's ctx.Err()) with errors.Is.
+// Every exported error of package core is in this file: the sentinels, which
+// every error the engine returns matches with errors.Is (or it matches the
+// caller's ctx.Err()), and the concrete types behind them, which say more
+// (errors.As).
+
+// Sentinel errors.
 var (
 	// ErrNotAcquired: the lock was seen held and the caller did not get it:
 	// at the single attempt of NoWait / TryAcquire, by a lease of this
@@ -41,11 +46,13 @@ var (
 	// ErrKeyConfig: the server built a key from a source it configured wrongly
 	// (a path parameter its route lacks, a message field that does not
 	// exist). Unlike ErrInvalidKey it is the server's mistake, not the
-	// caller's: adapters answer it with 500 / Internal. A KeyPart's getter
-	// returns an error wrapping it for such a mistake.
+	// caller's: adapters answer it with 500 / Internal. A custom key part
+	// (an adapter's Func) returns an error wrapping it for such a mistake.
 	ErrKeyConfig = errors.New("lockkit: key source misconfigured")
 
-	// ErrInvalidOption: a TTL or wait budget that makes no sense (≤ 0).
+	// ErrInvalidOption: an option that makes no sense: a TTL ≤ 0 or below
+	// MinTTL, a negative wait budget, an empty or braced prefix, options that
+	// contradict each other or do not fit the backend.
 	ErrInvalidOption = errors.New("lockkit: invalid option")
 
 	// ErrUnavailable: Redis could not be reached or answered with an error
@@ -62,6 +69,15 @@ var (
 
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("lockkit: client closed")
+
+	// ErrBadRedisClient: New or NewRedlock got a Redis client the engine
+	// cannot use (nil, without ContextTimeoutEnabled, a Ring; for Redlock no
+	// node, or one master given twice).
+	ErrBadRedisClient = errors.New("lockkit: unusable redis client")
+
+	// ErrReplicaAck: fewer replicas than WithReplicaAck asks for acknowledged a
+	// write in time. It comes wrapped in ErrUnavailable.
+	ErrReplicaAck = errors.New("lockkit: not enough replicas acknowledged")
 )
 
 // Holder describes who holds a lock, as stored next to it by the holder.
@@ -138,3 +154,83 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailab
 
 // Unwrap returns the cause.
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// KeyPartError says which part of a key is missing, empty or unreadable: a
+// part given to JoinKey, or a part an adapter read from a request (then
+// Source and Name say which, e.g. "param" "id"). It matches ErrInvalidKey
+// (adapters answer 400 / InvalidArgument), unless the part's error matches
+// ErrKeyConfig: then it is the server's mistake and matches only that (500 /
+// Internal).
+type KeyPartError struct {
+	Index        int    // the part's position, from 0
+	Source, Name string // empty when built by JoinKey
+	Reason       string // "empty", "missing or empty", "unreadable", "misconfigured"
+	Err          error  // the part's error, if any
+}
+
+func (e *KeyPartError) Error() string {
+	what := fmt.Sprintf("part %d", e.Index)
+	if e.Source != "" {
+		what = fmt.Sprintf("%s %q", e.Source, e.Name)
+	}
+	msg := fmt.Sprintf("lockkit: invalid lock key: %s is %s", what, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrInvalidKey) true for a caller's mistake.
+func (e *KeyPartError) Is(target error) bool {
+	return target == ErrInvalidKey && !errors.Is(e.Err, ErrKeyConfig)
+}
+
+// Unwrap returns the error of the part's getter, if any.
+func (e *KeyPartError) Unwrap() error { return e.Err }
+
+// NodeError is one node's failure in Redlock mode.
+type NodeError struct {
+	Addr string
+	Err  error
+}
+
+func (e NodeError) Error() string { return e.Addr + ": " + e.Err.Error() }
+func (e NodeError) Unwrap() error { return e.Err }
+
+// QuorumError says why a Redlock call did not reach a majority: which
+// nodes refused (held by another owner) and which failed (unreachable,
+// timeout, error). Inside ErrUnavailable when too many failed to reach a
+// majority; attached to *NotAcquiredError (Nodes) when others held it.
+type QuorumError struct {
+	Op      string
+	Granted int
+	Need    int
+	Refused []string
+	Failed  []NodeError
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d of %d nodes needed", e.Op, e.Granted, e.Need)
+	if len(e.Refused) > 0 {
+		fmt.Fprintf(&b, "; held by another on %s", strings.Join(e.Refused, ", "))
+	}
+	for i, f := range e.Failed {
+		if i == 0 {
+			b.WriteString("; failed: ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(f.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the node failures (errors.Is sees through them).
+func (e *QuorumError) Unwrap() []error {
+	errs := make([]error, len(e.Failed))
+	for i, f := range e.Failed {
+		errs[i] = f
+	}
+	return errs
+}

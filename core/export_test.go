@@ -1,5 +1,8 @@
 package core
 
+// HashKeyLen is the longest key stored verbatim (tests only).
+const HashKeyLen = hashKeyLen
+
 // Queued reports how many callers of c wait in the local queue for key (tests only).
 func Queued(c *Client, key string) int {
 	c.qmu.Lock()

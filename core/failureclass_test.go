@@ -328,7 +328,7 @@ func TestFrozenRedisLocalRefusals(t *testing.T) {
 // nodes that did not answer.
 func TestRedlockFrozenMajorityIsUnavailable(t *testing.T) {
 	srvs := redistest.StartN(t, 3)
-	nodes := make([]redis.UniversalClient, len(srvs))
+	nodes := make([]*redis.Client, len(srvs))
 	for i, s := range srvs {
 		nodes[i] = s.NewClient(ioTimeout(5 * time.Second))
 	}

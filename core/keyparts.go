@@ -1,7 +1,6 @@
 package core
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -12,7 +11,10 @@ import (
 const KeySeparator = ':'
 
 // JoinKey builds a lock key from parts, escaping each. Every part must be
-// non-empty: an empty part would let different resources share one key.
+// non-empty: an empty part would let different resources share one key
+// (*KeyPartError, matching ErrInvalidKey). Every adapter joins the parts it
+// reads from a request with JoinKey, so a key built here from the same values
+// is the key an adapter locks.
 func JoinKey(parts ...string) (string, error) {
 	if len(parts) == 0 {
 		return "", fmt.Errorf("%w: no key parts", ErrInvalidKey)
@@ -47,80 +49,3 @@ func escapePart(b *strings.Builder, p string) {
 		b.WriteByte(p[i])
 	}
 }
-
-// KeyPart is one part of a lock key taken from a request of type R (a
-// *gin.Context, an echo.Context, a gRPC message, ...). Adapters define their
-// part constructors on top of it, so gin, echo and gRPC build keys with the
-// same code and the same parts give the same key everywhere.
-type KeyPart[R any] struct {
-	// Source and Name say where the part comes from ("param" "id", "header"
-	// "X-Tenant"); they only appear in error messages.
-	Source, Name string
-	// Get returns the part's value; "" (with a nil error) means missing.
-	Get func(R) (string, error)
-}
-
-// Const is a literal key part. It panics when s is empty: an empty part
-// would let different resources share a key, and a literal is fixed when
-// the server is configured, so that is where the mistake must surface.
-func Const[R any](s string) KeyPart[R] {
-	if s == "" {
-		panic("lockkit: Const(\"\"): an empty key part would let different resources share a key")
-	}
-	return KeyPart[R]{Source: "const", Name: s, Get: func(R) (string, error) { return s, nil }}
-}
-
-// BuildKey evaluates parts on r and joins them with JoinKey. A missing or
-// empty part gives a *KeyPartError (errors.Is ErrInvalidKey) naming it.
-func BuildKey[R any](r R, parts []KeyPart[R]) (string, error) {
-	if len(parts) == 0 {
-		return "", fmt.Errorf("%w: no key parts", ErrInvalidKey)
-	}
-	vals := make([]string, len(parts))
-	for i, p := range parts {
-		v, err := p.Get(r)
-		if err != nil {
-			reason := "unreadable"
-			if errors.Is(err, ErrKeyConfig) {
-				reason = "misconfigured"
-			}
-			return "", &KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: reason, Err: err}
-		}
-		if v == "" {
-			return "", &KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: "missing or empty"}
-		}
-		vals[i] = v
-	}
-	return JoinKey(vals...)
-}
-
-// KeyPartError says which part of a key could not be taken from the request.
-// It matches ErrInvalidKey (adapters answer 400 / InvalidArgument), unless
-// its getter's error matches ErrKeyConfig: then it is the server's mistake
-// and matches only that (500 / Internal).
-type KeyPartError struct {
-	Index        int
-	Source, Name string // empty when built by JoinKey
-	Reason       string
-	Err          error
-}
-
-func (e *KeyPartError) Error() string {
-	what := fmt.Sprintf("part %d", e.Index)
-	if e.Source != "" {
-		what = fmt.Sprintf("%s %q", e.Source, e.Name)
-	}
-	msg := fmt.Sprintf("lockkit: invalid lock key: %s is %s", what, e.Reason)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-// Is makes errors.Is(err, ErrInvalidKey) true for a caller's mistake.
-func (e *KeyPartError) Is(target error) bool {
-	return target == ErrInvalidKey && !errors.Is(e.Err, ErrKeyConfig)
-}
-
-// Unwrap returns the error of the part's getter, if any.
-func (e *KeyPartError) Unwrap() error { return e.Err }

@@ -69,30 +69,3 @@ func splitKey(k string) []string {
 	}
 	return append(parts, b.String())
 }
-
-// A part the server configured wrongly is ErrKeyConfig (500), not the
-// caller's ErrInvalidKey (400); a missing value is the caller's.
-func TestBuildKeyTellsServerFromCallerMistakes(t *testing.T) {
-	type req map[string]string
-	get := func(name string) core.KeyPart[req] {
-		return core.KeyPart[req]{Source: "field", Name: name, Get: func(r req) (string, error) {
-			v, ok := r[name]
-			if !ok {
-				return "", errors.Join(core.ErrKeyConfig, errors.New("no such field"))
-			}
-			return v, nil
-		}}
-	}
-	r := req{"id": "42", "empty": ""}
-	if k, err := core.BuildKey(r, []core.KeyPart[req]{core.Const[req]("order"), get("id")}); err != nil || k != "order:42" {
-		t.Fatalf("BuildKey = %q, %v", k, err)
-	}
-	_, err := core.BuildKey(r, []core.KeyPart[req]{core.Const[req]("order"), get("empty")})
-	if !errors.Is(err, core.ErrInvalidKey) || errors.Is(err, core.ErrKeyConfig) {
-		t.Fatalf("empty part = %v, want ErrInvalidKey only", err)
-	}
-	_, err = core.BuildKey(r, []core.KeyPart[req]{core.Const[req]("order"), get("nope")})
-	if errors.Is(err, core.ErrInvalidKey) || !errors.Is(err, core.ErrKeyConfig) || !strings.Contains(err.Error(), "misconfigured") {
-		t.Fatalf("misconfigured part = %v, want ErrKeyConfig only", err)
-	}
-}

@@ -7,23 +7,25 @@ import (
 	"strings"
 )
 
-// Key limits.
+// MaxKeyLen is the longest key Acquire accepts, in bytes. Longer keys are
+// rejected with ErrInvalidKey: a lock key names a resource, it is not a payload.
+const MaxKeyLen = 64 << 10
+
+// The storage layout (not API: the README's "Redis key layout" section and
+// the package documentation's "Stability" say what is promised about it).
 const (
-	// MaxKeyLen is the longest key Acquire accepts, in bytes. Longer keys are
-	// rejected with ErrInvalidKey: a lock key names a resource, it is not a payload.
-	MaxKeyLen = 64 << 10
-	// HashKeyLen: keys longer than this many bytes are stored under their
+	// hashKeyLen: keys longer than this many bytes are stored under their
 	// SHA-256 instead of verbatim, so Redis keys and channels stay short.
-	HashKeyLen = 200
-	// LayoutVersion is the version of the Redis key layout below. Two lockkit
-	// versions with the same LayoutVersion share the same locks, which is what a
-	// rolling deploy needs; a change of layout gets a new version.
-	LayoutVersion = "v1"
+	hashKeyLen = 200
+	// layoutVersion is the version of the Redis key layout below. Two lockkit
+	// versions with the same layoutVersion share the same locks, which is what
+	// a rolling deploy needs; a change of layout gets a new version.
+	layoutVersion = "v1"
 )
 
 // Redis key layout, version v1 (prefix defaults to "lockkit"):
 //
-//	<prefix>:v1:k:<key>        lock hash for a key of at most HashKeyLen bytes (verbatim, binary safe)
+//	<prefix>:v1:k:<key>        lock hash for a key of at most hashKeyLen bytes (verbatim, binary safe)
 //	<prefix>:v1:h:<sha256hex>  lock hash for a longer key
 //	<prefix>:v1:c:<same tail>  pub/sub channel announcing releases (a channel, not a key)
 //
@@ -44,13 +46,13 @@ type redisNames struct {
 
 func (c *Client) names(key string) redisNames {
 	kind, tail := "k:", key
-	if len(key) > HashKeyLen {
+	if len(key) > hashKeyLen {
 		sum := sha256.Sum256([]byte(key))
 		kind, tail = "h:", hex.EncodeToString(sum[:])
 	}
 	return redisNames{
-		key:     c.cfg.prefix + ":" + LayoutVersion + ":" + kind + tail,
-		channel: c.cfg.prefix + ":" + LayoutVersion + ":c:" + kind + tail,
+		key:     c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail,
+		channel: c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail,
 	}
 }
 

@@ -29,10 +29,6 @@ func (p *primary) waitCmd(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd 
 	return pipe.Do(ctx, "wait", p.ack.replicas, p.ack.timeout.Milliseconds())
 }
 
-// ErrReplicaAck: fewer replicas than WithReplicaAck asks for acknowledged a
-// write in time. It comes wrapped in ErrUnavailable.
-var ErrReplicaAck = errors.New("lockkit: not enough replicas acknowledged")
-
 // run runs one script; with WithReplicaAck it sends WAIT in the same
 // pipeline (so on the same connection, which is what WAIT counts) and fails
 // when fewer replicas acknowledged.

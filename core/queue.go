@@ -129,7 +129,8 @@ func (c *Client) remove(q *keyQueue, w *waiter) {
 	}
 }
 
-// takeGrant reports whether w was handed the lock.
+// takeGrant returns the grant w was handed (the lock, by a releasing lease
+// of this Client), or nil when it was not.
 func (c *Client) takeGrant(w *waiter) *grant {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +17,10 @@ import (
 // choice), a lock is held when N/2+1 of them granted it within its validity
 // (TTL − elapsed − drift), and it is released on all of them.
 //
-// Pass one *redis.Client per master, each with ContextTimeoutEnabled. A
-// cluster client is refused: redis.NewUniversalClient with several addresses
-// returns one, and a Redis Cluster is one logical master per key, not N
-// independent ones.
+// Pass one *redis.Client per master (redis.NewClient), each with
+// ContextTimeoutEnabled and its own address. The type says it: a cluster
+// client (redis.NewUniversalClient with several addresses returns one) is one
+// logical master per key, not N independent ones, and a Ring shards keys.
 //
 // The Client and Lease API is the same as with New. Differences:
 //   - every call fans out to all nodes concurrently, each bounded by the node
@@ -35,17 +34,13 @@ import (
 //     a majority recorded it, so any later majority overlaps a node that
 //     knows it (see README, "Guarantees and failure modes");
 //   - errors name the nodes that refused or failed (*QuorumError).
-func NewRedlock(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+func NewRedlock(nodes []*redis.Client, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: Redlock needs at least one node (5 independent masters is the usual choice)", ErrBadRedisClient)
 	}
 	seen := map[string]bool{}
 	var addrs []string
-	for i, rdb := range nodes {
-		c, ok := rdb.(*redis.Client)
-		if !ok || c == nil {
-			return nil, fmt.Errorf("%w: Redlock node %d is a %T; pass one *redis.Client per independent master (redis.NewUniversalClient with several addresses returns a cluster client, which is one logical master per key, not N)", ErrBadRedisClient, i, rdb)
-		}
+	for i, c := range nodes {
 		if err := checkRedisClient(c); err != nil {
 			return nil, fmt.Errorf("Redlock node %d: %w", i, err)
 		}
@@ -79,53 +74,6 @@ type quorum struct {
 	addrs   []string
 	need    int           // majority: N/2+1
 	timeout time.Duration // per node call
-}
-
-// NodeError is one node's failure in Redlock mode.
-type NodeError struct {
-	Addr string
-	Err  error
-}
-
-func (e NodeError) Error() string { return e.Addr + ": " + e.Err.Error() }
-func (e NodeError) Unwrap() error { return e.Err }
-
-// QuorumError says why a Redlock call did not reach a majority: which
-// nodes refused (held by another owner) and which failed (unreachable,
-// timeout, error). Inside ErrUnavailable when too many failed to reach a
-// majority; attached to *NotAcquiredError (Nodes) when others held it.
-type QuorumError struct {
-	Op      string
-	Granted int
-	Need    int
-	Refused []string
-	Failed  []NodeError
-}
-
-func (e *QuorumError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d of %d nodes needed", e.Op, e.Granted, e.Need)
-	if len(e.Refused) > 0 {
-		fmt.Fprintf(&b, "; held by another on %s", strings.Join(e.Refused, ", "))
-	}
-	for i, f := range e.Failed {
-		if i == 0 {
-			b.WriteString("; failed: ")
-		} else {
-			b.WriteString(", ")
-		}
-		b.WriteString(f.Error())
-	}
-	return b.String()
-}
-
-// Unwrap returns the node failures (errors.Is sees through them).
-func (e *QuorumError) Unwrap() []error {
-	errs := make([]error, len(e.Failed))
-	for i, f := range e.Failed {
-		errs[i] = f
-	}
-	return errs
 }
 
 type nodeResult[T any] struct {

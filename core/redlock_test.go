@@ -19,7 +19,7 @@ import (
 // go-redis client, closed at cleanup.
 func newRedlock(t testing.TB, srvs []*redistest.Server, opts ...core.Option) *core.Client {
 	t.Helper()
-	nodes := make([]redis.UniversalClient, len(srvs))
+	nodes := make([]*redis.Client, len(srvs))
 	for i, s := range srvs {
 		nodes[i] = s.NewClient()
 	}
@@ -220,21 +220,19 @@ func TestNewRedlockRejects(t *testing.T) {
 	if _, err := core.NewRedlock(nil); !errors.Is(err, core.ErrBadRedisClient) {
 		t.Fatalf("no nodes = %v", err)
 	}
-	cl := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{srvs[0].Addr(), srvs[1].Addr()}, ContextTimeoutEnabled: true})
-	defer cl.Close()
-	if _, err := core.NewRedlock([]redis.UniversalClient{cl}); !errors.Is(err, core.ErrBadRedisClient) || !strings.Contains(err.Error(), "cluster") {
-		t.Fatalf("cluster client = %v", err)
-	}
 	a := srvs[0].NewClient()
-	if _, err := core.NewRedlock([]redis.UniversalClient{a, srvs[0].NewClient()}); !errors.Is(err, core.ErrBadRedisClient) {
+	if _, err := core.NewRedlock([]*redis.Client{a, nil}); !errors.Is(err, core.ErrBadRedisClient) || !strings.Contains(err.Error(), "node 1") {
+		t.Fatalf("nil node = %v", err)
+	}
+	if _, err := core.NewRedlock([]*redis.Client{a, srvs[0].NewClient()}); !errors.Is(err, core.ErrBadRedisClient) {
 		t.Fatalf("same node twice = %v", err)
 	}
 	bad := redis.NewClient(&redis.Options{Addr: srvs[1].Addr()})
 	defer bad.Close()
-	if _, err := core.NewRedlock([]redis.UniversalClient{a, bad}); !errors.Is(err, core.ErrBadRedisClient) {
+	if _, err := core.NewRedlock([]*redis.Client{a, bad}); !errors.Is(err, core.ErrBadRedisClient) {
 		t.Fatalf("node without ContextTimeoutEnabled = %v", err)
 	}
-	if _, err := core.NewRedlock([]redis.UniversalClient{a}, core.WithReplicaAck(1, time.Second)); !errors.Is(err, core.ErrInvalidOption) {
+	if _, err := core.NewRedlock([]*redis.Client{a}, core.WithReplicaAck(1, time.Second)); !errors.Is(err, core.ErrInvalidOption) {
 		t.Fatalf("Redlock with WithReplicaAck = %v", err)
 	}
 }

@@ -8,7 +8,7 @@
 //	e.POST("/orders/:id/refund", refund, lockOrder) // same key "order:<id>"
 //
 // KeyParts lists the parts of the key, every one required and all joined
-// in order by core.BuildKey (not echo's first-found KeyLookup): sources
+// in order by core.JoinKey (not echo's first-found KeyLookup): sources
 // const, param, header, query and cookie. "const:order,param:id" gives
 // exactly "order:42", the key gin and gRPC build from the same parts.
 // KeyFunc returns a whole key instead (used verbatim). The route template

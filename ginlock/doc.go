@@ -7,7 +7,7 @@
 //	r.POST("/orders/:id/pay", lockOrder, pay)
 //	r.POST("/orders/:id/refund", lockOrder, refund) // same key "order:<id>": they exclude each other
 //
-// The key names the resource ("order:42", built by core.BuildKey, so echo
+// The key names the resource ("order:42", joined by core.JoinKey, so echo
 // and gRPC build the same string from the same parts); the route template
 // (c.FullPath()) is only the telemetry name. A request that matched no route
 // and a CORS preflight (OPTIONS) pass through unlocked.

@@ -21,7 +21,7 @@ func keyOf(h, q, id string) (string, error) {
 	c.Request = httptest.NewRequest(http.MethodGet, "/x?"+url.Values{"q": {q}}.Encode(), nil)
 	c.Request.Header["X-A"] = []string{h} // any bytes, as a proxy might pass them
 	c.Params = gin.Params{{Key: "id", Value: id}}
-	return core.BuildKey(c, []ginlock.Part{ginlock.Const("t"), ginlock.Header("X-A"), ginlock.Query("q"), ginlock.Param("id")})
+	return ginlock.KeyOf(c, ginlock.Const("t"), ginlock.Header("X-A"), ginlock.Query("q"), ginlock.Param("id"))
 }
 
 // Hostile values (':', '\', '/', braces, unicode, 10 KB) read from a real

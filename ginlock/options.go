@@ -30,7 +30,7 @@ type config struct {
 	onRelease  func(*gin.Context, error)
 }
 
-// Key builds the lock key from parts, joined by core.BuildKey:
+// Key builds the lock key from parts, their values joined by core.JoinKey:
 // Key(Const("order"), Param("id")) is "order:42" for /orders/42. Every part
 // is required: a missing or empty one answers 400 and the handler does not run.
 func Key(parts ...Part) Option {

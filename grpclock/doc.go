@@ -14,7 +14,7 @@ at the same time as the HTTP requests (ginlock, echolock) on it.
 
 The key names the resource ("order:42"); the full method is only the lock's
 telemetry name and never part of the key. Every adapter joins key parts with
-core.BuildKey, so a PayOrder{order_id: 42} whose message says
+core.JoinKey, so a PayOrder{order_id: 42} whose message says
 
 	func (r *PayOrderRequest) LockKey() (string, error) { return core.JoinKey("order", r.GetOrderId()) }
 

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 const fieldSource = "field"
@@ -39,7 +40,7 @@ func Field(path string) KeyPart {
 		}
 	}
 	f := &fieldPart{path: path, segs: segs}
-	return KeyPart{Source: fieldSource, Name: path, Get: f.get}
+	return KeyPart{keypart.Part[*Call]{Source: fieldSource, Name: path, Get: f.get}}
 }
 
 type fieldPart struct {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 // Call is what key parts read: the call's context (incoming metadata), its
@@ -21,10 +22,10 @@ type Call struct {
 	Msg        any
 }
 
-// KeyPart is one part of a lock key read from a call. It is core's generic
-// part, so parts join exactly as in the HTTP adapters; write your own as
-// core.KeyPart[*grpclock.Call]{Source, Name, Get} or with Func.
-type KeyPart = core.KeyPart[*Call]
+// KeyPart is one part of a lock key read from a call. Make parts with
+// Const, Metadata, Field and Method, and anything else with Func; Key joins
+// their values with core.JoinKey, exactly as the HTTP adapters join theirs.
+type KeyPart struct{ p keypart.Part[*Call] }
 
 // LockKeyer is a request message that names its own lock key, e.g.
 //
@@ -50,7 +51,7 @@ var (
 
 // Const is a literal part ("order"). It panics when empty, as every
 // adapter's Const does.
-func Const(s string) KeyPart { return core.Const[*Call](s) }
+func Const(s string) KeyPart { return KeyPart{keypart.Const[*Call](s)} }
 
 // Metadata is the value of an incoming metadata key (case-insensitive, as
 // gRPC lower-cases them). Missing or empty → codes.InvalidArgument; so is a
@@ -61,7 +62,7 @@ func Metadata(name string) KeyPart {
 		panic("grpclock: Metadata(\"\"): empty metadata key")
 	}
 	name = strings.ToLower(name)
-	return KeyPart{Source: "metadata", Name: name, Get: func(c *Call) (string, error) {
+	return KeyPart{keypart.Part[*Call]{Source: "metadata", Name: name, Get: func(c *Call) (string, error) {
 		vals := metadata.ValueFromIncomingContext(c.Ctx, name)
 		if len(vals) > 1 {
 			return "", fmt.Errorf("sent %d times; want one value", len(vals))
@@ -70,14 +71,14 @@ func Metadata(name string) KeyPart {
 			return "", nil
 		}
 		return vals[0], nil
-	}}
+	}}}
 }
 
 // Method is the call's full method ("/orders.v1.Orders/PayOrder"). With it
 // alone the lock is method-wide (KeyFromMethod); with other parts it scopes
 // a key to one method, e.g. Key(Method(), Metadata("x-tenant")).
 func Method() KeyPart {
-	return KeyPart{Source: "method", Name: "full method", Get: func(c *Call) (string, error) { return c.FullMethod, nil }}
+	return KeyPart{keypart.Part[*Call]{Source: "method", Name: "full method", Get: func(c *Call) (string, error) { return c.FullMethod, nil }}}
 }
 
 // Func is a part computed by f. Return "" (nil error) for a missing value and
@@ -88,13 +89,13 @@ func Func(name string, f func(*Call) (string, error)) KeyPart {
 	if f == nil {
 		panic("grpclock: Func(" + name + ", nil)")
 	}
-	return KeyPart{Source: "func", Name: name, Get: f}
+	return KeyPart{keypart.Part[*Call]{Source: "func", Name: name, Get: f}}
 }
 
 // key builds the call's lock key from the Key parts or the message's LockKey.
 func (c *config) key(call *Call) (string, error) {
 	if c.parts != nil {
-		return core.BuildKey(call, c.parts)
+		return keypart.Build(call, c.parts)
 	}
 	k, ok := call.Msg.(LockKeyer)
 	if !ok {

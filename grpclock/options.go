@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 // Option configures an interceptor. Each interceptor keeps its own copy of
@@ -18,8 +19,8 @@ type Option func(*config)
 
 type config struct {
 	lock       adapt.Config
-	parts      []KeyPart // nil: the message's LockKey()
-	keyOpt     string    // which option set parts, for panic messages
+	parts      []keypart.Part[*Call] // nil: the message's LockKey()
+	keyOpt     string                // which option set parts, for panic messages
 	firstMsg   bool
 	retryAfter func(error) time.Duration
 	onReject   func(context.Context, *Rejection) error
@@ -27,17 +28,20 @@ type config struct {
 	bad        []string // option mistakes, reported by one panic at construction
 }
 
-// Key makes the lock key from parts, joined like every lockkit adapter does
-// (core.BuildKey): Key(Const("order"), Field("order_id")) gives "order:42",
-// the key ginlock and echolock build for /orders/42. It replaces the default
-// of unary calls, the message's LockKey().
+// Key makes the lock key from parts, their values joined like every lockkit
+// adapter joins them (core.JoinKey): Key(Const("order"), Field("order_id"))
+// gives "order:42", the key ginlock and echolock build for /orders/42. It
+// replaces the default of unary calls, the message's LockKey().
 func Key(parts ...KeyPart) Option {
 	return func(c *config) {
 		if len(parts) == 0 {
 			c.bad = append(c.bad, "Key needs at least one part")
 			return
 		}
-		c.parts, c.keyOpt = append([]KeyPart(nil), parts...), "Key"
+		c.parts, c.keyOpt = make([]keypart.Part[*Call], len(parts)), "Key"
+		for i, p := range parts {
+			c.parts[i] = p.p
+		}
 	}
 }
 
@@ -46,7 +50,7 @@ func Key(parts ...KeyPart) Option {
 // ("/orders.v1.Orders/Reindex"), which no resource key built with core.JoinKey
 // can equal. It is an explicit choice, never a fallback.
 func KeyFromMethod() Option {
-	return func(c *config) { c.parts, c.keyOpt = []KeyPart{Method()}, "KeyFromMethod" }
+	return func(c *config) { c.parts, c.keyOpt = []keypart.Part[*Call]{Method().p}, "KeyFromMethod" }
 }
 
 // FromFirstMessage keys a stream by its first received message (with Key's

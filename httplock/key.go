@@ -4,13 +4,14 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
-// Part is one part of a lock key, read from a request. It is core's generic
-// part, so a custom part is a core.KeyPart literal as well as Func.
-type Part = core.KeyPart[*http.Request]
+// Part is one part of a lock key, read from a request. Make parts with
+// Const, PathValue, Header, Query and Cookie, and anything else with Func;
+// Key joins their values with core.JoinKey, as every lockkit adapter does.
+type Part struct{ p keypart.Part[*http.Request] }
 
 var reader = keyspec.Reader[*http.Request]{
 	Param: pathValue,
@@ -28,7 +29,7 @@ var reader = keyspec.Reader[*http.Request]{
 }
 
 // Const is a literal part: Const("order"). It panics when empty.
-func Const(s string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Const, Name: s}) }
+func Const(s string) Part { return Part{reader.Part(keyspec.Spec{Source: keyspec.Const, Name: s})} }
 
 // PathValue is a path wildcard of the matched pattern: PathValue("id") for
 // "POST /orders/{id}/pay" (http.ServeMux, or chi, which also sets
@@ -38,22 +39,28 @@ func Const(s string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Cons
 // without the wildcard, or a request no router matched yet (the middleware
 // wrapped a whole mux), is the server's mistake: 500.
 func PathValue(name string) Part {
-	return reader.Part(keyspec.Spec{Source: keyspec.Param, Name: name})
+	return Part{reader.Part(keyspec.Spec{Source: keyspec.Param, Name: name})}
 }
 
 // Header is a request header's first value: Header("X-Tenant").
-func Header(name string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Header, Name: name}) }
+func Header(name string) Part {
+	return Part{reader.Part(keyspec.Spec{Source: keyspec.Header, Name: name})}
+}
 
 // Query is a query parameter's first value: Query("account").
-func Query(name string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Query, Name: name}) }
+func Query(name string) Part {
+	return Part{reader.Part(keyspec.Spec{Source: keyspec.Query, Name: name})}
+}
 
 // Cookie is a cookie's value: Cookie("session").
-func Cookie(name string) Part { return reader.Part(keyspec.Spec{Source: keyspec.Cookie, Name: name}) }
+func Cookie(name string) Part {
+	return Part{reader.Part(keyspec.Spec{Source: keyspec.Cookie, Name: name})}
+}
 
 // Func is a part computed by f (from the body, the authenticated user, ...).
 // Its value is one part, escaped like the others. An error or "" answers 400.
 func Func(f func(*http.Request) (string, error)) Part {
-	return Part{Source: "func", Name: "Func", Get: f}
+	return Part{keypart.Part[*http.Request]{Source: "func", Name: "Func", Get: f}}
 }
 
 // pathValue finds wildcard name in r.Pattern and returns the request's

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 // New returns net/http middleware that runs the handler it wraps under the
@@ -59,7 +60,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(w, r) // CORS preflight, or skipped: nothing to lock
 		return
 	}
-	key, err := core.BuildKey(r, m.cfg.parts)
+	key, err := keypart.Build(r, m.cfg.parts)
 	if err != nil {
 		m.stop(w, r, core.Classify(nil, err), err)
 		return

@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 // Option configures the middleware.
@@ -19,7 +20,7 @@ type Responder func(w http.ResponseWriter, r *http.Request, err error)
 
 type config struct {
 	adapt      adapt.Config
-	parts      []Part
+	parts      []keypart.Part[*http.Request]
 	keyOpts    int
 	name       func(*http.Request) string
 	skipper    func(*http.Request) bool
@@ -29,12 +30,18 @@ type config struct {
 	onRelease  func(*http.Request, error)
 }
 
-// Key builds the lock key from parts, joined by core.BuildKey:
+// Key builds the lock key from parts, their values joined by core.JoinKey:
 // Key(Const("order"), PathValue("id")) is "order:42" for /orders/42, the key
 // every lockkit adapter builds from the same parts. Every part is
 // required: a missing or empty one answers 400 and the handler does not run.
 func Key(parts ...Part) Option {
-	return func(c *config) { c.keyOpts++; c.parts = append([]Part(nil), parts...) }
+	return func(c *config) {
+		c.keyOpts++
+		c.parts = make([]keypart.Part[*http.Request], len(parts))
+		for i, p := range parts {
+			c.parts[i] = p.p
+		}
+	}
 }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/corehook"
 )
 
 // Defaults shared by the adapters.
@@ -97,7 +98,7 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 		// released, so running unlocked would run beside their next holder).
 		g.Outcome = core.OutcomeUnlocked
 		g.Ctx = reqCtx
-		c.Client.Observer().Unlocked(reqCtx, core.AcquireInfo{Key: key, Name: name, Start: time.Now()}, err)
+		corehook.Unlocked(reqCtx, c.Client, key, name, err)
 	}
 	return g
 }

@@ -1,5 +1,7 @@
 package corehook
 
+import "context"
+
 // AcquireSettings reports which of the settings an adapter owns the given
 // acquire options set: the wait budget (Wait), NoWait, the TTL and the
 // telemetry name. opts is a []core.AcquireOption. The adapters reject
@@ -7,3 +9,10 @@ package corehook
 // each adapter has its own option for them and a silent override would
 // make the same option mean two things.
 var AcquireSettings func(opts any) (wait, noWait, ttl, name bool)
+
+// Unlocked tells client's Observer that a fail-open adapter runs a handler
+// without the lock because the acquire of key failed with err (Redis
+// unavailable): Observer.Unlocked with the key, the telemetry name and a
+// start of now. client is a *core.Client. Only adapters report this, so it
+// is not a method users see.
+var Unlocked func(ctx context.Context, client any, key, name string, err error)

@@ -27,11 +27,7 @@ func newClient(t testing.TB, rdb redis.UniversalClient, opts ...core.Option) *co
 
 func newRedlock(t testing.TB, rdbs []*redis.Client, opts ...core.Option) *core.Client {
 	t.Helper()
-	nodes := make([]redis.UniversalClient, len(rdbs))
-	for i, r := range rdbs {
-		nodes[i] = r
-	}
-	c, err := core.NewRedlock(nodes, opts...)
+	c, err := core.NewRedlock(rdbs, opts...)
 	if err != nil {
 		t.Fatalf("core.NewRedlock: %v", err)
 	}

@@ -2,7 +2,9 @@ package keyspec
 
 import (
 	"fmt"
+
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 // KeySource resolves echo's two key options into one function: keyParts (a
@@ -20,7 +22,7 @@ func KeySource[R any](keyParts string, keyFunc func(R) (string, error), rd Reade
 			return nil, fmt.Errorf("%w: KeyParts: %w", core.ErrInvalidOption, err)
 		}
 		parts := rd.Parts(specs)
-		return func(r R) (string, error) { return core.BuildKey(r, parts) }, nil
+		return func(r R) (string, error) { return keypart.Build(r, parts) }, nil
 	}
 	return nil, fmt.Errorf("%w: no key source; set KeyParts (e.g. \"const:order,param:id\") or KeyFunc", core.ErrInvalidOption)
 }

@@ -1,12 +1,13 @@
 // Package keyspec is the part of the HTTP lock adapters (ginlock, echolock,
 // echo5lock) that is about HTTP but not about one framework: echo's key spec
 // ("const:order,param:id"), the readers that turn key parts into
-// core.KeyPart values for a framework's request type, the validation of the
+// keypart.Part values for a framework's request type, the validation of the
 // options every adapter shares, and the HTTP answer of each outcome.
 //
-// Keys are always built with core.BuildKey, so the same parts give the same
-// key in gin, echo, echo v5 and gRPC: Const("order") + Param("id") is
-// exactly "order:42" everywhere.
+// Keys are always built with keypart.Build (the parts' values joined by
+// core.JoinKey), so the same parts give the same key in gin, echo, echo v5,
+// net/http and gRPC: Const("order") + Param("id") is exactly "order:42"
+// everywhere.
 //
 // The acquire / bind / release half lives in internal/adapt; this package
 // only adds what the three HTTP adapters would otherwise each write again.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 )
 
 // ErrNoRouteParam is the error of a Param part on a route that has no such
@@ -13,7 +14,7 @@ import (
 var ErrNoRouteParam = fmt.Errorf("%w: the matched route has no such path parameter", core.ErrKeyConfig)
 
 // Reader reads the sources of a framework's request type R. Adapters fill
-// it once; Part turns specs into core.KeyPart[R] so every adapter reads
+// it once; Part turns specs into keypart.Part[R] so every adapter reads
 // each source the same way.
 type Reader[R any] struct {
 	// Param returns the path parameter name as the framework holds it;
@@ -27,14 +28,14 @@ type Reader[R any] struct {
 	Cookie func(r R, name string) string
 }
 
-// Part returns the key part for s. "" from a reader means missing: BuildKey
-// then fails with a *core.KeyPartError (400).
-func (rd Reader[R]) Part(s Spec) core.KeyPart[R] {
-	p := core.KeyPart[R]{Source: string(s.Source), Name: s.Name}
+// Part returns the key part for s. "" from a reader means missing:
+// keypart.Build then fails with a *core.KeyPartError (400).
+func (rd Reader[R]) Part(s Spec) keypart.Part[R] {
+	p := keypart.Part[R]{Source: string(s.Source), Name: s.Name}
 	name := s.Name
 	switch s.Source {
 	case Const:
-		return core.Const[R](s.Name)
+		return keypart.Const[R](s.Name)
 	case Param:
 		p.Get = func(r R) (string, error) {
 			v, escaped, ok := rd.Param(r, name)
@@ -58,8 +59,8 @@ func (rd Reader[R]) Part(s Spec) core.KeyPart[R] {
 }
 
 // Parts returns Part of every spec, in order.
-func (rd Reader[R]) Parts(specs []Spec) []core.KeyPart[R] {
-	out := make([]core.KeyPart[R], len(specs))
+func (rd Reader[R]) Parts(specs []Spec) []keypart.Part[R] {
+	out := make([]keypart.Part[R], len(specs))
 	for i, s := range specs {
 		out[i] = rd.Part(s)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/keypart"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
@@ -26,7 +27,7 @@ var rd = keyspec.Reader[req]{
 
 func build(t *testing.T, spec string, r req) (string, error) {
 	t.Helper()
-	return core.BuildKey(r, rd.Parts(keyspec.MustParse("test", spec)))
+	return keypart.Build(r, rd.Parts(keyspec.MustParse("test", spec)))
 }
 
 func TestReaderBuildsCoreKeys(t *testing.T) {

@@ -1,0 +1,125 @@
+// Package core is lockkit's lock engine: distributed locks on Redis with
+// fencing tokens, automatic renewal, a signal when a lease is lost, and
+// waiting by notification instead of polling. lockkit's adapters (ginlock,
+// echolock, echo5lock, httplock, grpclock) put it in front of request
+// handlers, and otellock reports it to OpenTelemetry; core alone locks
+// anything in Go code.
+//
+// # Getting started
+//
+// A Client runs on a go-redis client whose options set ContextTimeoutEnabled:
+// without it a context deadline does not bound socket I/O, and a hung Redis
+// would hang every lock call, so New refuses such a client
+// (ErrBadRedisClient). New takes a *redis.Client (standalone, or the sentinel
+// failover client) or a *redis.ClusterClient, does no I/O, and leaves the
+// Redis client open on Close.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379", ContextTimeoutEnabled: true})
+//	locks, err := core.New(rdb, core.WithTTL(30*time.Second))
+//	if err != nil {
+//		return err
+//	}
+//	defer locks.Close()
+//
+// # Acquire, Release, Do
+//
+// Acquire takes the lock on a key and returns a Lease; Release gives it up.
+// Give Release a context that is not already cancelled, so that the lock is
+// released even when the request that took it has ended:
+//
+//	lease, err := locks.Acquire(ctx, "order:42", core.Wait(5*time.Second))
+//	if err != nil {
+//		return err
+//	}
+//	defer lease.Release(context.WithoutCancel(ctx))
+//	return pay(lease.Context(), lease.Token())
+//
+// Do is the same in one call: it runs a function holding the lock and
+// releases when the function returns or panics. TryAcquire makes exactly one
+// attempt. A key is any non-empty string of up to MaxKeyLen bytes that names
+// the resource; JoinKey builds one from parts ("order", id), escaping them,
+// exactly as every adapter joins the parts it reads from a request.
+//
+// While a lease is held, one goroutine per Client renews it every TTL/3. If a
+// renewal finds another owner, or the lease's local deadline (Lease.Until)
+// passes without a confirmed renewal, the lease is lost: Lease.Context is
+// cancelled with cause ErrLost before the key can expire on the server. Do
+// the protected work under that context (or one from Lease.Bind), so it stops
+// when the lock is gone.
+//
+// # Fencing tokens
+//
+// Lease.Token is a fencing token, larger than the token of every earlier
+// holder of the key. A lock cannot stop a holder that was paused past its TTL
+// from writing afterwards; the resource can: pass it the token and have it
+// refuse a token smaller than the last one it accepted. The README's
+// "Fencing tokens" and "Guarantees and failure modes" say when the order
+// holds (not across a failover to a replica that missed the last acquire).
+//
+// # Waiting
+//
+// Acquire waits while another owner holds the lock. Callers of one Client
+// queue in FIFO order per key; only the head of the queue asks Redis, and it
+// is woken by the pub/sub notification of a release, never by polling. On a
+// single primary, a lease released while local callers wait hands the lock
+// straight to the next of them in one round trip (up to 16 times in a row,
+// then waiters in other processes get their turn). Wait(d) bounds the wait
+// (the wait budget); without it Acquire waits until ctx ends. NoWait fails at
+// once when the lock is held or other callers of the Client queue for it,
+// MaxWaiters bounds the queue, and Reentrant lets a context that already
+// holds a key take it again as a nested lease.
+//
+// # Errors
+//
+// Every error the engine returns matches, with errors.Is, the caller's
+// ctx.Err() when ctx ended first, or one of the package's sentinel errors:
+// ErrNotAcquired when the lock was seen held (a *NotAcquiredError names the
+// holder), ErrUnavailable when Redis failed or did not answer in time (an
+// *UnavailableError wraps the cause), ErrLost, ErrNotHeld, ErrInvalidKey,
+// ErrInvalidOption, ErrWouldDeadlock, ErrClosed and ErrBadRedisClient. A
+// Redis that stops answering is never reported as contention. Classify turns
+// an acquire error into an Outcome, the one taxonomy the Observer, otellock
+// and every adapter use.
+//
+// # Redlock and replicas
+//
+// NewRedlock returns a Client with the same API on N independent Redis
+// masters, one *redis.Client each (5 is usual): a lock is held when a
+// majority granted it within its validity, renewal needs a majority, every
+// call fans out to all nodes bounded by WithNodeTimeout, and the fencing
+// token is written back to the majority so that it keeps growing when a node
+// is lost. On a single primary with replicas, WithReplicaAck makes every
+// acquire and renewal wait for replica acknowledgements (Redis WAIT) instead.
+//
+// # Observing and operating
+//
+// WithObserver installs an Observer that receives every acquire, contention,
+// renewal, loss and release; otellock.New returns one for OpenTelemetry.
+// Inspect tells who holds a lock, ForceRelease removes a stuck holder.
+//
+// # Stability
+//
+// lockkit is v0. Until v1.0.0 the exported API of this package may change in
+// a minor version (0.x to 0.y), and every such change is listed in the
+// repository's CHANGELOG.md; patch versions (0.x.y) only fix. Behaviour
+// promised here and in the README (the guarantees, the errors and outcomes)
+// changes only with a changelog entry.
+//
+// The Redis key layout is versioned apart from the API: its version ("v1",
+// the only one so far) is part of every Redis key and channel the engine
+// uses, and the README's "Redis key layout" describes it. Releases with the
+// same layout version share locks, so a rolling deploy is safe. A release
+// that changes the layout bumps its version, says so in the changelog, and
+// keeps clients of the old and the new layout mutually exclusive while both
+// run; skipping a layout version in one deploy is not supported. The names,
+// fields and scripts themselves are not API: read a lock with Inspect.
+//
+// Some of the API is for adapter authors rather than application code:
+// Classify and Outcome (how a request in front of a lock ends, and what
+// every lockkit adapter answers for it), ErrKeyConfig and KeyPartError (a
+// key part the server configured wrongly, or one missing from the request),
+// Lease.Bind and LeaseFromContext (the handler's context), and
+// Observer.Unlocked, which only lockkit's fail-open adapters report. How
+// lockkit's adapters read key parts from a request is internal to lockkit and
+// not API; their key parts are joined with JoinKey.
+package core
