@@ -166,7 +166,7 @@ func ExampleWait() {
 // Redlock over three independent Redis masters: a lock is held when a
 // majority granted it. The API is the same as with New.
 func ExampleNewRedlock() {
-	var nodes []redis.UniversalClient
+	var nodes []*redis.Client
 	for range 3 {
 		srv, err := locktest.Start() // three embedded servers, for the example
 		if err != nil {

@@ -3,6 +3,9 @@ package core
 // HashKeyLen is the longest key stored verbatim (tests only).
 const HashKeyLen = hashKeyLen
 
+// LayoutVersion is the Redis key layout version in every key (tests only).
+const LayoutVersion = layoutVersion
+
 // Queued reports how many callers of c wait in the local queue for key (tests only).
 func Queued(c *Client, key string) int {
 	c.qmu.Lock()

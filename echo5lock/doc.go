@@ -15,7 +15,7 @@
 //	if err != nil { ... }
 //
 // KeyParts lists the parts of the key, every one required and all joined
-// in order by core.BuildKey: sources const, param, header, query and
+// in order (as every lockkit adapter joins them): sources const, param, header, query and
 // cookie. "const:order,param:id" gives exactly "order:42", the key the gin,
 // echo v4, net/http and gRPC adapters build from the same parts. KeyFunc
 // returns a whole key instead (used verbatim). The route template (c.Path())
