@@ -12,28 +12,38 @@ import (
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
-// scenario is one load shape (S1–S5 in the README): workers on keys with a critical
-// section of cs.
+// scenario is one load shape (S1–S6): workers on keys with a critical
+// section of cs, spread over replicas (each replica has its own Locker, so its
+// own client and connection pool, as separate processes of a service would).
 type scenario struct {
-	name    string
-	workers int
-	keys    int
-	cs      time.Duration
+	name     string
+	workers  int // in all, spread evenly over the replicas
+	keys     int
+	cs       time.Duration
+	replicas int
 }
 
 var scenarios = []scenario{
-	{"S1-1worker-1key", 1, 1, 0},
-	{"S2-64workers-64keys", 64, 64, 0},
-	{"S3-16workers-1key", 16, 1, 0},
-	{"S4-16workers-1key-1ms", 16, 1, time.Millisecond},
-	{"S5-64workers-4keys-1ms", 64, 4, time.Millisecond},
+	{"S1-1worker-1key", 1, 1, 0, 1},
+	{"S2-64workers-64keys", 64, 64, 0, 1},
+	{"S3-16workers-1key", 16, 1, 0, 1},
+	{"S4-16workers-1key-1ms", 16, 1, time.Millisecond, 1},
+	{"S5-64workers-4keys-1ms", 64, 4, time.Millisecond, 1},
+	{"S6-4replicas-4workers-1key-1ms", 16, 1, time.Millisecond, 4},
 }
 
 // BenchmarkScenarios runs every scenario for every library against one
 // redis-server. Metrics per cycle (one acquire + critical section + release):
 // cycles/s, acquire wait p50/p99/max, Redis server CPU, round trips
 // (go-redis libraries) and allocations; every cycle is checked by an
-// overlap witness and the benchmark fails on an overlap.
+// overlap witness and the benchmark fails on an overlap. With several
+// replicas (S6) also: min-share, the least-served replica's cycles over the
+// mean per replica (1 = even); ceiling-cycles/s, keys / (sleep + ping), the
+// most a lock handed on in one round trip could give, with its two inputs
+// measured before the timed part, each the median of 101: sleep-ms, what
+// time.Sleep(cs) really takes, and ping-ms, one PING round trip; and hold-ms,
+// the mean critical section during the run (longer than sleep-ms when the
+// library's own load delays the holder's wake-up).
 func BenchmarkScenarios(b *testing.B) {
 	srv := redistest.Start(b)
 	for _, sc := range scenarios {
@@ -52,23 +62,33 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		b.Fatal(err)
 	}
 	rtt := &rttCounter{}
-	l, err := sp.mk(srv.Addr(), rtt)
-	if err != nil {
-		b.Fatal(err)
+	lockers := make([]Locker, sc.replicas)
+	for r := range lockers {
+		l, err := sp.mk(srv.Addr(), rtt)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer l.Close()
+		lockers[r] = l
 	}
-	defer l.Close()
 	keys := make([]string, sc.keys)
 	inside := make([]atomic.Int32, sc.keys)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("bench:%s:%d", sc.name, i)
 	}
 	// warm up: scripts loaded, connections dialled
-	for i := range min(sc.keys, 8) {
-		unlock, err := l.Lock(ctx, keys[i])
-		if err != nil {
-			b.Fatal(err)
+	for _, l := range lockers {
+		for i := range min(sc.keys, 8) {
+			unlock, err := l.Lock(ctx, keys[i])
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = unlock(ctx)
 		}
-		_ = unlock(ctx)
+	}
+	var sleep, ping time.Duration
+	if sc.replicas > 1 {
+		sleep, ping = calibrate(b, srv, sc.cs)
 	}
 	var (
 		next     atomic.Int64
@@ -77,6 +97,8 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		waits    = make([]time.Duration, 0, b.N)
+		served   = make([]atomic.Int64, sc.replicas) // cycles per replica
+		held     atomic.Int64                        // critical sections, ns in all
 	)
 	rtt.n.Store(0)
 	cpu0 := redisCPU(ctx, srv.Client)
@@ -88,6 +110,8 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		go func() {
 			defer wg.Done()
 			k := w % sc.keys
+			r := w % sc.replicas
+			l := lockers[r]
 			local := make([]time.Duration, 0, b.N/sc.workers+1)
 			for next.Add(1) <= int64(b.N) {
 				cctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -103,11 +127,14 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 					overlaps.Add(1)
 				}
 				if sc.cs > 0 {
+					t1 := time.Now()
 					time.Sleep(sc.cs)
+					held.Add(int64(time.Since(t1)))
 				}
 				inside[k].Add(-1)
 				_ = unlock(cctx)
 				cancel()
+				served[r].Add(1)
 				local = append(local, waited)
 			}
 			mu.Lock()
@@ -133,12 +160,41 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	b.ReportMetric(ms(percentile(waits, 0.99)), "p99-ms")
 	b.ReportMetric(ms(waits[len(waits)-1]), "max-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/cycles, "redis-cpu-us/cycle")
+	if sc.replicas > 1 {
+		least := served[0].Load()
+		for r := range served {
+			least = min(least, served[r].Load())
+		}
+		b.ReportMetric(float64(least)/(cycles/float64(sc.replicas)), "min-share")
+		b.ReportMetric(float64(sc.keys)/(sleep+ping).Seconds(), "ceiling-cycles/s")
+		b.ReportMetric(ms(sleep), "sleep-ms")
+		b.ReportMetric(ms(ping), "ping-ms")
+		b.ReportMetric(ms(time.Duration(held.Load()/int64(len(waits)))), "hold-ms")
+	}
 	if sp.goRedis {
 		b.ReportMetric(float64(rtt.n.Load())/cycles, "rtt/cycle")
 	}
 	if f := failures.Load(); f > 0 {
 		b.ReportMetric(float64(f), "failed")
 	}
+}
+
+// calibrate measures, on this machine now, what time.Sleep(cs) really takes
+// and one round trip to srv (PING): the median of 101 of each.
+func calibrate(b *testing.B, srv *redistest.Server, cs time.Duration) (sleep, ping time.Duration) {
+	s := make([]time.Duration, 101)
+	p := make([]time.Duration, len(s))
+	for i := range s {
+		t0 := time.Now()
+		time.Sleep(cs)
+		s[i] = time.Since(t0)
+		t0 = time.Now()
+		if err := srv.Client.Ping(context.Background()).Err(); err != nil {
+			b.Fatal(err)
+		}
+		p[i] = time.Since(t0)
+	}
+	return percentile(sortDurations(s), 0.5), percentile(sortDurations(p), 0.5)
 }
 
 func TestMain(m *testing.M) {

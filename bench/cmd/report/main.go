@@ -126,7 +126,7 @@ func main() {
 }
 
 func columns(rs []row) []string {
-	pref := []string{"cycles/s", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
+	pref := []string{"cycles/s", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
 	seen := map[string]bool{}
 	for _, r := range rs {
 		for k := range r.metrics {
@@ -178,6 +178,18 @@ func ratioLine(rs []row) string {
 	}
 	if bare != nil {
 		parts = append(parts, fmt.Sprintf("lockkit / bare SET NX + DEL: **%.2f×**", lk.metrics["cycles/s"]/bare.metrics["cycles/s"]))
+	}
+	if c := lk.metrics["ceiling-cycles/s"]; c > 0 {
+		parts = append(parts, fmt.Sprintf("lockkit at %.0f%% of the ceiling", 100*lk.metrics["cycles/s"]/c))
+	}
+	if s, ok := lk.metrics["min-share"]; ok {
+		line := fmt.Sprintf("least-served replica's share: lockkit %.2f", s)
+		if best != nil {
+			if bs, ok := best.metrics["min-share"]; ok {
+				line += fmt.Sprintf(", %s %.2f", best.sub, bs)
+			}
+		}
+		parts = append(parts, line+" (1 = even)")
 	}
 	return strings.Join(parts, "; ")
 }
