@@ -92,6 +92,9 @@ func TestS07RenewalReplyLate(t *testing.T) {
 	if late := lostAt.Sub(la.Until()); late > 300*time.Millisecond {
 		t.Errorf("lost %v after its deadline", late)
 	}
+	// The engine tells the Observer right after it ends the lease's
+	// context: wait for that event rather than racing it.
+	testkit.WaitFor(t, 5*time.Second, "the Observer to hear of the loss", func() bool { return obs.counts().lost >= 1 })
 	if c := obs.counts(); c.renewed != 1 || c.lost != 1 {
 		t.Errorf("observer: %+v (a renewal was confirmed?)", c)
 	}
