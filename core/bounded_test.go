@@ -393,16 +393,6 @@ func (f *flood) run(prefix string, perPath int) error {
 	return nil
 }
 
-// liveHeap is HeapAlloc after garbage collection (twice: sync.Pools hold
-// their contents through one cycle).
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
 // Every per-key table of a Client empties again after a flood of distinct
 // keys through every path a request can take (uncontended, refused by
 // another Client's holder, waiting for a release message, local hand-off
@@ -457,7 +447,7 @@ func (f *flood) checkBounded(t *testing.T, perPath int, tolerance int64) {
 		base[name] = corehook.Tables(cl)
 	}
 	goroutines := runtime.NumGoroutine()
-	heapBefore := liveHeap()
+	heapBefore := testkit.LiveHeap()
 
 	start := time.Now()
 	if err := f.run("flood", perPath); err != nil {
@@ -476,8 +466,8 @@ func (f *flood) checkBounded(t *testing.T, perPath int, tolerance int64) {
 	if tolerance < 0 {
 		return
 	}
-	heapAfter := liveHeap()
-	growth := int64(heapAfter) - int64(heapBefore)
+	heapAfter := testkit.LiveHeap()
+	growth := heapAfter - heapBefore
 	t.Logf("live heap %d → %d bytes (%+d; tolerance %d)", heapBefore, heapAfter, growth, tolerance)
 	if growth > tolerance {
 		t.Fatalf("live heap grew by %d bytes over a flood of %d keys, tolerance %d", growth, 7*perPath, tolerance)

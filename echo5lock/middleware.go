@@ -143,7 +143,7 @@ func (m *lockMiddleware) stop(c *echo.Context, key string, o core.Outcome, cause
 		}
 		return nil
 	}
-	a.SetHeaders(c.Response().Header())
+	c.Response().Header().Set("Content-Type", httplock.ProblemContentType) // Retry-After is set above
 	return &Error{Problem: *a.Problem, Err: cause}
 }
 

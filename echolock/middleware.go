@@ -147,7 +147,7 @@ func (m *lockMiddleware) stop(c echo.Context, key string, o core.Outcome, cause 
 		c.Response().Status = a.Status // nobody to answer: record 499 for the access log
 		return nil
 	}
-	a.SetHeaders(c.Response().Header())
+	c.Response().Header().Set("Content-Type", httplock.ProblemContentType) // Retry-After is set above
 	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: cause}
 }
 

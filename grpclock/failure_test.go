@@ -3,7 +3,6 @@ package grpclock_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -138,7 +137,7 @@ func TestFlood(t *testing.T) {
 	if _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "warm"}); err != nil {
 		t.Fatal(err)
 	}
-	base, heap0 := tablesOf(c), liveHeap()
+	base, heap0 := tablesOf(c), testkit.LiveHeap()
 	held, err := c.Acquire(ctx, "order:held")
 	if err != nil {
 		t.Fatal(err)
@@ -178,15 +177,7 @@ func TestFlood(t *testing.T) {
 		return true
 	})
 	const tolerance = 4 << 20
-	if grown := liveHeap() - heap0; grown > tolerance {
+	if grown := testkit.LiveHeap() - heap0; grown > tolerance {
 		t.Errorf("heap grew by %d KiB over %d distinct keys (tolerance %d KiB)", grown>>10, n, tolerance>>10)
 	}
-}
-
-func liveHeap() int64 {
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }

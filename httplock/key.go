@@ -64,7 +64,9 @@ func Func(f func(*http.Request) (string, error)) Part {
 }
 
 // pathValue finds wildcard name in r.Pattern and returns the request's
-// escaped path at the same place, for keyspec.PathValue to decode once.
+// escaped path at the same place, for keyspec.PathValue to decode once. It
+// runs on every request with a PathValue part, so it walks the two paths in
+// place and allocates nothing.
 func pathValue(r *http.Request, name string) (string, bool, bool) {
 	pattern := r.Pattern
 	if pattern == "" {
@@ -76,36 +78,71 @@ func pathValue(r *http.Request, name string) (string, bool, bool) {
 	if i := strings.IndexByte(pattern, '/'); i > 0 { // "example.com/orders/{id}"
 		pattern = pattern[i:]
 	}
-	segs := strings.Split(pattern, "/")
-	raw := strings.Split(r.URL.EscapedPath(), "/")
-	for i, s := range segs {
-		if !strings.HasPrefix(s, "{") || !strings.HasSuffix(s, "}") {
-			if strings.Contains(s, "{"+name+"}") || strings.Contains(s, "{"+name+":") {
-				// A wildcard inside a segment (chi's "{a}-{b}"): chi hands its
-				// value over as routed, escaped when the path had escapes.
-				return r.PathValue(name), r.URL.RawPath != "", true
+	var seg string
+	for i, more := 0, true; more; i++ {
+		seg, pattern, more = strings.Cut(pattern, "/")
+		w, rest, isWildcard := wildcard(seg)
+		switch {
+		case isWildcard && w == name:
+			v, tail, ok := nthSegment(r.URL.EscapedPath(), i)
+			switch {
+			case !ok:
+				return "", false, true // e.g. "{rest...}" matching nothing
+			case rest:
+				return tail, true, true
 			}
-			continue
+			return v, true, true
+		case !isWildcard && inSegment(seg, name):
+			// A wildcard inside a segment (chi's "{a}-{b}"): chi hands its
+			// value over as routed, escaped when the path had escapes.
+			return r.PathValue(name), r.URL.RawPath != "", true
 		}
-		w := s[1 : len(s)-1]
-		rest := strings.HasSuffix(w, "...")
-		w = strings.TrimSuffix(w, "...")
-		if j := strings.IndexByte(w, ':'); j >= 0 { // chi's "{id:[0-9]+}"
-			w = w[:j]
-		}
-		if w != name {
-			continue
-		}
-		if i >= len(raw) {
-			return "", false, true // e.g. "{rest...}" matching nothing
-		}
-		if rest {
-			return strings.Join(raw[i:], "/"), true, true
-		}
-		return raw[i], true, true
 	}
-	if segs[len(segs)-1] == "*" && name == "*" { // chi's catch-all
+	if seg == "*" && name == "*" { // chi's catch-all, the pattern's last segment
 		return r.PathValue("*"), r.URL.RawPath != "", true
 	}
 	return "", false, false
+}
+
+// wildcard reads a whole-segment wildcard: "{id}", "{rest...}" (ServeMux),
+// "{id:[0-9]+}" (chi).
+func wildcard(seg string) (name string, rest, ok bool) {
+	if len(seg) < 2 || seg[0] != '{' || seg[len(seg)-1] != '}' {
+		return "", false, false
+	}
+	name = seg[1 : len(seg)-1]
+	name, rest = strings.CutSuffix(name, "...")
+	if j := strings.IndexByte(name, ':'); j >= 0 {
+		name = name[:j]
+	}
+	return name, rest, true
+}
+
+// inSegment reports whether seg holds wildcard name among other text
+// ("{name}" or "{name:regexp}").
+func inSegment(seg, name string) bool {
+	for {
+		j := strings.IndexByte(seg, '{')
+		if j < 0 {
+			return false
+		}
+		seg = seg[j+1:]
+		if after, ok := strings.CutPrefix(seg, name); ok && after != "" && (after[0] == '}' || after[0] == ':') {
+			return true
+		}
+	}
+}
+
+// nthSegment returns path's segment i ('/'-separated, 0 before the leading
+// slash) and the path from that segment on.
+func nthSegment(path string, i int) (seg, tail string, ok bool) {
+	for ; i > 0; i-- {
+		j := strings.IndexByte(path, '/')
+		if j < 0 {
+			return "", "", false
+		}
+		path = path[j+1:]
+	}
+	seg, _, _ = strings.Cut(path, "/")
+	return seg, path, true
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,14 +35,6 @@ const (
 // bound the cache would keep three or four sets per name here, over
 // 30,000 sets, about 10 MiB.
 const otelHeapTolerance = 3 << 20
-
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
 
 // Acquires under ten thousand distinct names (as a name taken from the
 // request would give) leave the observer's attribute set cache at its bound
@@ -125,7 +116,7 @@ func TestBoundedCaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	warmSets := otellock.CachedSets(obs)
-	heapBefore := liveHeap()
+	heapBefore := testkit.LiveHeap()
 
 	if err := run(boundedNames,
 		func(i int) string { return fmt.Sprintf("POST /tenants/%d/pay", i) },
@@ -138,8 +129,8 @@ func TestBoundedCaches(t *testing.T) {
 	} else if n < otellock.MaxCachedSets {
 		t.Fatalf("%d attribute sets cached after %d names: the cache never filled, so its bound was not exercised", n, boundedNames)
 	}
-	heapAfter := liveHeap()
-	growth := int64(heapAfter) - int64(heapBefore)
+	heapAfter := testkit.LiveHeap()
+	growth := heapAfter - heapBefore
 	t.Logf("cached sets %d → %d (bound %d); live heap %d → %d bytes (%+d; tolerance %d)",
 		warmSets, otellock.CachedSets(obs), otellock.MaxCachedSets, heapBefore, heapAfter, growth, otelHeapTolerance)
 	if growth > otelHeapTolerance {

@@ -5,6 +5,7 @@ package testkit
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -57,4 +58,16 @@ func Recv[T any](t testing.TB, ch <-chan T, limit time.Duration, what string) T 
 		t.Fatalf("timed out after %v waiting for %s", limit, what)
 		panic("unreachable")
 	}
+}
+
+// LiveHeap is the heap in use (HeapAlloc) after two full collections
+// (sync.Pools keep their contents through one): what a table that is never
+// emptied would make grow, for the tests that flood a Client or an adapter
+// with distinct keys, methods and paths.
+func LiveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // contentions counts the attempts that found the lock held.
@@ -59,13 +60,7 @@ func TestEngineRunsOnMiniredis(t *testing.T) {
 		got <- w
 	}()
 	// The TryAcquire above and the waiter's first attempt met the holder.
-	for obs.n.Load() < 2 {
-		select {
-		case <-ctx.Done():
-			t.Fatal("the waiter never met the holder")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	testkit.WaitFor(t, 10*time.Second, "the waiter to meet the holder", func() bool { return obs.n.Load() >= 2 })
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

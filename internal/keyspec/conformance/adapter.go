@@ -67,6 +67,20 @@ var Echo5 = Adapter{Name: "echo5", Build: buildEcho5}
 // Adapters are all of them.
 var Adapters = []Adapter{Gin, Echo, Echo5, Stdlib, Chi}
 
+// partsOf turns a route's key spec into an adapter's parts, with ctors the
+// adapter's part constructor for each source.
+func partsOf[P any](t testing.TB, rt Route, ctors map[keyspec.Source]func(string) P) []P {
+	specs, err := keyspec.Parse(rt.Key)
+	if err != nil {
+		t.Fatalf("route %s: %v", rt.Path, err)
+	}
+	parts := make([]P, len(specs))
+	for i, s := range specs {
+		parts[i] = ctors[s.Source](s.Name)
+	}
+	return parts
+}
+
 func withDeadline(r *http.Request, d time.Duration) (*http.Request, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(r.Context(), d)
 	return r.WithContext(ctx), cancel
@@ -77,17 +91,10 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 	e := gin.New()
 	e.Use(gin.RecoveryWithWriter(io.Discard)) // the panic scenario panics on purpose
 	for _, rt := range routes {
-		specs, err := keyspec.Parse(rt.Key)
-		if err != nil {
-			t.Fatalf("route %s: %v", rt.Path, err)
-		}
-		parts := make([]ginlock.Part, len(specs))
-		for i, s := range specs {
-			parts[i] = map[keyspec.Source]func(string) ginlock.Part{
-				keyspec.Const: ginlock.Const, keyspec.Param: ginlock.Param, keyspec.Header: ginlock.Header,
-				keyspec.Query: ginlock.Query, keyspec.Cookie: ginlock.Cookie,
-			}[s.Source](s.Name)
-		}
+		parts := partsOf(t, rt, map[keyspec.Source]func(string) ginlock.Part{
+			keyspec.Const: ginlock.Const, keyspec.Param: ginlock.Param, keyspec.Header: ginlock.Header,
+			keyspec.Query: ginlock.Query, keyspec.Cookie: ginlock.Cookie,
+		})
 		opts := []ginlock.Option{ginlock.Key(parts...), ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL)}
 		if rt.NoWait {
 			opts = append(opts, ginlock.NoWait())

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +72,7 @@ func Flood(t *testing.T, a Adapter, adapterTables func(*core.Client) map[string]
 		}
 	}
 	ctx := testkit.Context(t, 60*time.Second)
-	base, heap0 := tables(client), liveHeap()
+	base, heap0 := tables(client), testkit.LiveHeap()
 	held, err := client.Acquire(ctx, "order:held")
 	if err != nil {
 		t.Fatal(err)
@@ -134,19 +133,9 @@ func Flood(t *testing.T, a Adapter, adapterTables func(*core.Client) map[string]
 		}
 		return true
 	})
-	if grown := liveHeap() - heap0; grown > FloodTolerance {
+	if grown := testkit.LiveHeap() - heap0; grown > FloodTolerance {
 		t.Errorf("heap grew by %d KiB over a flood of %d methods, paths and keys (tolerance %d KiB)", grown>>10, FloodN, FloodTolerance>>10)
 	} else {
 		t.Logf("heap grew by %d KiB (tolerance %d KiB); tables %v → %v", grown>>10, FloodTolerance>>10, base, tables(client))
 	}
-}
-
-// liveHeap is the heap in use after a full collection.
-func liveHeap() int64 {
-	var ms runtime.MemStats
-	for range 2 {
-		runtime.GC()
-	}
-	runtime.ReadMemStats(&ms)
-	return int64(ms.HeapAlloc)
 }

@@ -26,17 +26,10 @@ func bracePath(p string) string { return colonParam.ReplaceAllString(p, "{$1}") 
 
 // httplockOf builds the lock middleware of rt and the handler behind it.
 func httplockOf(t testing.TB, client *core.Client, rt Route) http.Handler {
-	specs, err := keyspec.Parse(rt.Key)
-	if err != nil {
-		t.Fatalf("route %s: %v", rt.Path, err)
-	}
-	parts := make([]httplock.Part, len(specs))
-	for i, s := range specs {
-		parts[i] = map[keyspec.Source]func(string) httplock.Part{
-			keyspec.Const: httplock.Const, keyspec.Param: httplock.PathValue, keyspec.Header: httplock.Header,
-			keyspec.Query: httplock.Query, keyspec.Cookie: httplock.Cookie,
-		}[s.Source](s.Name)
-	}
+	parts := partsOf(t, rt, map[keyspec.Source]func(string) httplock.Part{
+		keyspec.Const: httplock.Const, keyspec.Param: httplock.PathValue, keyspec.Header: httplock.Header,
+		keyspec.Query: httplock.Query, keyspec.Cookie: httplock.Cookie,
+	})
 	opts := []httplock.Option{httplock.Key(parts...), httplock.Wait(rt.Wait), httplock.TTL(rt.TTL)}
 	if rt.NoWait {
 		opts = append(opts, httplock.NoWait())
