@@ -96,10 +96,8 @@ type acquisition struct {
 	fence    int64
 	sent     time.Time // send time of the successful attempt
 
-	// w is the acquisition's place in the local queue (waits only); seen:
-	// Redis answered one of its attempts "held by another owner".
-	w    *waiter
-	seen bool
+	// w is the acquisition's place in the local queue (waits only).
+	w *waiter
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
@@ -203,9 +201,6 @@ func (a *acquisition) asHolder() Holder {
 // lock is given back rather than held on a lease that may be gone.
 func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	a.attempts++
-	if a.w != nil {
-		a.c.asking(a.names.key)
-	}
 	sent := time.Now()
 	rep, err := a.c.b.acquire(ctx, a.names, a.req)
 	if err != nil {
@@ -215,7 +210,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		return false, a.callErr(ctx, err)
 	}
 	if !rep.ok {
-		a.holder, a.last, a.seen = rep.holder, rep, true
+		a.holder, a.last = rep.holder, rep
 		a.c.refused(a.names.key)
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
@@ -223,7 +218,11 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	if time.Since(sent) >= a.cfg.ttl-a.c.b.drift(a.cfg.ttl) {
 		a.c.releaseLater(a.names, a.req.token)
 		a.req.token = newToken() // a later attempt must not race the give-back of this one
-		return false, a.callErr(ctx, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
+		if ctxEnded(a.ctx) != nil {
+			return false, a.ctxErr()
+		}
+		// Redis answered (late): never "no answer within the wait budget".
+		return false, unavailable("acquire", a.key, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
 	}
 	a.fence, a.sent = rep.fence, sent
 	return true, nil
@@ -259,9 +258,10 @@ func (a *acquisition) budgetOver(cause error) error {
 }
 
 // sawHolder: the lock was seen held during this wait, by its own attempts
-// or by its queue (see Client.sawHolder).
+// or by its queue (see Client.sawHolder). Only a wait has a budget, so a.w
+// is set: its refused attempts count in the queue (Client.refused).
 func (a *acquisition) sawHolder() bool {
-	return a.seen || (a.w != nil && a.c.sawHolder(a.names.key, a.w))
+	return a.c.sawHolder(a.names.key, a.w)
 }
 
 // ctxErr is the error of an acquire that the caller's context ended. A
@@ -390,7 +390,7 @@ func (a *acquisition) wait() (err error) {
 		return fallback.C
 	}
 	for {
-		if y := c.yieldUntil(a.names.key); time.Until(y) > 0 {
+		if y := c.beforeAttempt(a.names.key); time.Until(y) > 0 {
 			// A release was heard by waiters elsewhere: let one of them go first.
 			if by, err := a.await(w.turn, nil, arm(time.Until(y)), budget); err != nil {
 				return err

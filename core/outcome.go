@@ -12,8 +12,8 @@ import (
 // same failure is the same outcome everywhere.
 type Outcome uint8
 
-// Outcomes. The first seven end an acquire; Unlocked and Lost are reported
-// by adapters about a request.
+// Outcomes. All but Unlocked and Lost can end an acquire; those two are
+// reported by adapters about a request.
 const (
 	// OutcomeAcquired: the caller holds the lock.
 	OutcomeAcquired Outcome = iota + 1
@@ -31,8 +31,8 @@ const (
 	// gRPC DeadlineExceeded.
 	OutcomeDeadline
 	// OutcomeUnavailable: Redis did not answer within the wait budget or
-	// answered with an error, or the Client is closed. HTTP 503, gRPC
-	// Unavailable; fail-open adapters run the handler (OutcomeUnlocked).
+	// answered with an error. HTTP 503, gRPC Unavailable; fail-open
+	// adapters run the handler (OutcomeUnlocked) on this outcome only.
 	OutcomeUnavailable
 	// OutcomeBadKey: the key cannot be taken from the request, the caller's
 	// mistake (ErrInvalidKey). HTTP 400, gRPC InvalidArgument.
@@ -45,6 +45,11 @@ const (
 	OutcomeUnlocked
 	// OutcomeLost: the lease was lost while the handler ran.
 	OutcomeLost
+	// OutcomeClosed: the Client was closed (ErrClosed): the service is
+	// shutting down and its locks are being released. HTTP 503, gRPC
+	// Unavailable, like OutcomeUnavailable, but a fail-open adapter never
+	// runs the handler: it would run beside the lock's next holder.
+	OutcomeClosed
 )
 
 var outcomeNames = [...]string{
@@ -58,6 +63,7 @@ var outcomeNames = [...]string{
 	OutcomeMisconfigured: "misconfigured",
 	OutcomeUnlocked:      "unlocked",
 	OutcomeLost:          "lost",
+	OutcomeClosed:        "closed",
 }
 
 // String is the outcome's low-cardinality name, as telemetry records it.
@@ -76,8 +82,8 @@ func (o Outcome) NotAcquired() bool { return o == OutcomeContended || o == Outco
 // Classify tells what an acquire error means for a caller whose context is
 // ctx. Key mistakes come first; then the caller's own context decides
 // Canceled or Deadline (never the error's text); then what was seen: held
-// (Contended, Timeout), a misuse (Misconfigured), and everything else from
-// Redis or a closed Client is Unavailable.
+// (Contended, Timeout), a misuse (Misconfigured), a closed Client
+// (Closed), and everything else from Redis is Unavailable.
 func Classify(ctx context.Context, err error) Outcome {
 	var na *NotAcquiredError
 	switch {
@@ -99,6 +105,8 @@ func Classify(ctx context.Context, err error) Outcome {
 		return OutcomeContended
 	case errors.Is(err, ErrInvalidOption), errors.Is(err, ErrWouldDeadlock):
 		return OutcomeMisconfigured
+	case errors.Is(err, ErrClosed):
+		return OutcomeClosed
 	}
 	return OutcomeUnavailable
 }

@@ -210,16 +210,6 @@ func (q *keyQueue) taken() {
 	q.contended = false
 }
 
-// asking: the head sends an attempt, so the "held" it last heard is being
-// asked again; a waiter that queues from now on has not seen it.
-func (c *Client) asking(rkey string) {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if q := c.queues[rkey]; q != nil {
-		q.contended = false
-	}
-}
-
 // refused: Redis answered an attempt on rkey "held by another owner" (the
 // head's, or a TryAcquire's of this Client). Every waiter queued now has
 // seen the holder.
@@ -238,8 +228,9 @@ func (c *Client) refused(rkey string) {
 func (c *Client) sawHolder(rkey string, w *waiter) bool {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[rkey]
-	return w.heldAtStart || (q != nil && (q.seen != w.seen0 || q.held > 0))
+	// A lease of this Client taking the lock counts in q.seen (taken), and
+	// w's queue lives while w waits: the two terms say it all.
+	return w.heldAtStart || c.queues[rkey].seen != w.seen0
 }
 
 // localRelease: a lease of this Client on rkey ended; the head may go.
@@ -266,16 +257,17 @@ func (c *Client) localRelease(rkey string, listeners int) {
 	c.settle(rkey, q)
 }
 
-// yieldUntil is when the head may attempt after a public release.
-func (c *Client) yieldUntil(rkey string) time.Time {
+// beforeAttempt is called by the head before each attempt, under one
+// lock: it returns when the head may attempt after a public release, and
+// marks the "held" the head last heard as being asked again (a waiter that
+// queues from now on has not seen it).
+func (c *Client) beforeAttempt(rkey string) (yield time.Time) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
-		y := q.yield
-		q.yield = time.Time{}
-		return y
+		yield, q.yield, q.contended = q.yield, time.Time{}, false
 	}
-	return time.Time{}
+	return yield
 }
 
 // settle wakes the head when the lock is not held locally and drops the

@@ -27,7 +27,7 @@ func Code(o core.Outcome) codes.Code {
 		return codes.OK
 	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
 		return codes.Aborted
-	case core.OutcomeUnavailable:
+	case core.OutcomeUnavailable, core.OutcomeClosed:
 		return codes.Unavailable
 	case core.OutcomeBadKey:
 		return codes.InvalidArgument
@@ -41,7 +41,7 @@ func Code(o core.Outcome) codes.Code {
 
 // retryable reports whether the outcome carries a retry hint.
 func retryableOutcome(o core.Outcome) bool {
-	return o.NotAcquired() || o == core.OutcomeUnavailable || o == core.OutcomeLost
+	return o.NotAcquired() || o == core.OutcomeUnavailable || o == core.OutcomeClosed || o == core.OutcomeLost
 }
 
 // Rejection describes a call the lock did not let through, for
@@ -67,6 +67,7 @@ type Rejection struct {
 //
 //	OutcomeContended, OutcomeTimeout  codes.Aborted, RetryInfo detail (RetryAfter)
 //	OutcomeUnavailable                codes.Unavailable, RetryInfo detail (RetryAfter)
+//	OutcomeClosed                     codes.Unavailable, RetryInfo detail (the Client was closed)
 //	OutcomeBadKey                     codes.InvalidArgument, naming the missing part
 //	OutcomeMisconfigured              codes.Internal, saying what is wrong with the server
 //	OutcomeCanceled                   status.FromContextError: codes.Canceled
@@ -83,6 +84,8 @@ func DefaultErrorHandler(ctx context.Context, r *Rejection) error {
 		return retryable(code, "grpclock: the resource is locked by another call; retry later", r.RetryAfter)
 	case core.OutcomeUnavailable:
 		return retryable(code, "grpclock: the lock service is unavailable", r.RetryAfter)
+	case core.OutcomeClosed:
+		return retryable(code, "grpclock: the service is shutting down", r.RetryAfter)
 	case core.OutcomeBadKey:
 		return status.Error(code, errText(r.Err))
 	case core.OutcomeMisconfigured:

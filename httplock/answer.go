@@ -28,7 +28,7 @@ func Status(o core.Outcome) int {
 	switch o {
 	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
 		return http.StatusConflict
-	case core.OutcomeUnavailable, core.OutcomeDeadline:
+	case core.OutcomeUnavailable, core.OutcomeDeadline, core.OutcomeClosed:
 		return http.StatusServiceUnavailable
 	case core.OutcomeBadKey:
 		return http.StatusBadRequest
@@ -74,6 +74,8 @@ func ProblemFor(o core.Outcome, err error) Problem {
 		p.Detail = "the lock service is unavailable"
 	case core.OutcomeDeadline:
 		p.Detail = "the request's deadline passed while waiting for the lock"
+	case core.OutcomeClosed:
+		p.Detail = "the service is shutting down"
 	case core.OutcomeBadKey:
 		if err != nil {
 			p.Detail = err.Error()

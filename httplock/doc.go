@@ -21,6 +21,7 @@
 //	OutcomeLost                          409     yes          problem
 //	OutcomeUnavailable                   503     yes          problem
 //	OutcomeDeadline                      503     yes          problem
+//	OutcomeClosed                        503     yes          problem (the Client was closed)
 //	OutcomeBadKey                        400     no           problem, naming the missing part
 //	OutcomeMisconfigured                 500     no           problem
 //	OutcomeCanceled                      499     no           none: the client went away (recorded for access logs)

@@ -48,17 +48,15 @@ const (
 )
 
 // errorType classifies an engine error as a low-cardinality error.type:
-// the name of its core.Outcome (the one taxonomy every adapter answers by),
-// or, for what ends a lease rather than an acquire, lost, closed or
-// not_held.
+// the name of its core.Outcome (the one taxonomy every adapter answers by;
+// a closed Client is "closed"), or, for what ends a lease rather than an
+// acquire, lost or not_held.
 func errorType(err error) string {
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, core.ErrLost):
 		return "lost"
-	case errors.Is(err, core.ErrClosed):
-		return "closed"
 	case errors.Is(err, core.ErrNotHeld):
 		return "not_held"
 	}

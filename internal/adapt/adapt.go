@@ -9,7 +9,6 @@ package adapt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -91,11 +90,10 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 	case g.Outcome == core.OutcomeAcquired:
 		g.Lease = l
 		g.Ctx, g.stop = l.Bind(reqCtx)
-	case g.Outcome == core.OutcomeUnavailable && c.FailOpen && !errors.Is(err, core.ErrClosed):
+	case g.Outcome == core.OutcomeUnavailable && c.FailOpen:
 		// Only a Redis that did not answer runs the handler unlocked: never
-		// a lock seen held, never an ended request, and never a closed
-		// Client (the service is shutting down; its locks are being
-		// released, so running unlocked would run beside their next holder).
+		// a lock seen held, an ended request or a closed Client (their own
+		// outcomes).
 		g.Outcome = core.OutcomeUnlocked
 		g.Ctx = reqCtx
 		corehook.Unlocked(reqCtx, c.Client, key, name, err)
