@@ -130,7 +130,7 @@ func (c *Client) acquire(ctx context.Context, key string, try bool, opts []Acqui
 	if len(meta) > MaxMetadataLen {
 		meta = meta[:MaxMetadataLen]
 	}
-	a.req = acquireReq{token: newToken(), ttl: cfg.ttl, owner: c.cfg.owner, meta: meta}
+	a.req = acquireReq{token: newToken(), ttl: cfg.ttl, owner: c.cfg.owner, meta: meta, ownerBoxed: c.ownerArg}
 
 	switch {
 	case try:
@@ -174,7 +174,9 @@ func (c *Client) heldIn(ctx context.Context, rkey string) *Lease {
 func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	var s [22]byte // base64.RawURLEncoding.EncodedLen(16)
+	base64.RawURLEncoding.Encode(s[:], b[:])
+	return string(s[:])
 }
 
 // once is the single attempt of TryAcquire and NoWait.
@@ -503,7 +505,7 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 		c: c, key: a.key, name: a.cfg.name, names: a.names, token: a.req.token, fence: a.fence,
 		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
 	}
-	l.ctx, l.cancel = newLeaseCtx(context.WithoutCancel(hctx), l)
+	l.initCtx(hctx)
 	if !c.ren.add(l, a.sent) { // Close ran meanwhile
 		l.state = stateClosed
 		l.cancel(ErrClosed)

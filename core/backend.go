@@ -47,6 +47,15 @@ type acquireReq struct {
 	ttl   time.Duration
 	owner string
 	meta  string
+	// owner as a script argument, boxed once per Client (nil: box owner).
+	ownerBoxed any
+}
+
+func (r *acquireReq) ownerArg() any {
+	if r.ownerBoxed != nil {
+		return r.ownerBoxed
+	}
+	return r.owner
 }
 
 type acquireReply struct {

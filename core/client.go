@@ -18,6 +18,8 @@ type Client struct {
 	cfg config
 	b   backend
 	obs Observer
+	// ownerArg is cfg.owner boxed once as a script argument.
+	ownerArg any
 
 	qmu    sync.Mutex
 	queues map[string]*keyQueue // by Redis key
@@ -74,6 +76,7 @@ func newClient(opts []Option, mk func(*config) (backend, error)) (*Client, error
 	if c.obs == nil {
 		c.obs = NopObserver{}
 	}
+	c.ownerArg = cfg.owner
 	c.ren = newRenewer(c)
 	return c, nil
 }

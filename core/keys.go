@@ -42,6 +42,9 @@ const (
 type redisNames struct {
 	key     string // the lock hash
 	channel string // release notifications
+	// key and channel boxed once as script arguments, shared by the
+	// acquire, release and extend calls of one lease.
+	keyArg, channelArg any
 }
 
 func (c *Client) names(key string) redisNames {
@@ -50,10 +53,12 @@ func (c *Client) names(key string) redisNames {
 		sum := sha256.Sum256([]byte(key))
 		kind, tail = "h:", hex.EncodeToString(sum[:])
 	}
-	return redisNames{
-		key:     c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail,
-		channel: c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail,
-	}
+	// Both names in one allocation: "<p>:v1:<kind><tail><p>:v1:c:<kind><tail>".
+	both := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail + c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail
+	split := len(c.cfg.prefix) + 1 + len(layoutVersion) + 1 + len(kind) + len(tail)
+	n := redisNames{key: both[:split], channel: both[split:]}
+	n.keyArg, n.channelArg = n.key, n.channel
+	return n
 }
 
 func validateKey(key string) error {

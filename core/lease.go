@@ -29,8 +29,15 @@ type Lease struct {
 	noRenew    bool
 	acquiredAt time.Time
 
-	ctx    context.Context
+	ctx    context.Context // &lctx
 	cancel context.CancelCauseFunc
+	// lctx and base are the lease's context and the values-only parent it
+	// derives from, kept inside the Lease so taking a lock allocates them
+	// with it (see newLeaseCtx).
+	lctx leaseCtx
+	base valuesOnly
+	// bound is the deadline of Release's call (see callBound).
+	bound callBound
 	// parent is the lease the acquire context already carried: the chain
 	// reentrancy walks. root is the outer lease of a nested (reentrant) one.
 	parent, root *Lease
@@ -215,8 +222,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	c := l.c
 	// The caller's ctx decides "ended by the caller"; our own bound on a ctx
 	// without deadline is a Redis that did not answer (ErrUnavailable).
-	bctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
-	defer cancel()
+	bctx := l.bound.bound(ctx, c.cfg.releaseTimeout)
+	defer l.bound.end()
 	if w := c.pickHandoff(l.names.key); w != nil {
 		return l.handoff(ctx, bctx, w)
 	}
@@ -306,7 +313,7 @@ func (outer *Lease) nest(ctx context.Context, name string) *Lease {
 	if n.name == "" {
 		n.name = root.name
 	}
-	n.ctx, n.cancel = newLeaseCtx(context.WithoutCancel(ctx), n)
+	n.initCtx(ctx)
 	n.stopOuter = context.AfterFunc(outer.ctx, n.endWithOuter)
 	return n
 }
@@ -339,10 +346,25 @@ type leaseCtx struct {
 	l               *Lease
 }
 
-func newLeaseCtx(base context.Context, l *Lease) (context.Context, context.CancelCauseFunc) {
-	inner, cancel := context.WithCancelCause(base)
-	return &leaseCtx{Context: inner, l: l}, cancel
+// initCtx makes l's context: values of from (the acquire's hold context),
+// none of its cancellation (a lease outlives the request that took it),
+// cancelled with a cause when the lease ends. What context.WithoutCancel
+// and a wrapper would allocate lives in the Lease; context.Cause still
+// finds the lease's own cancel context first.
+func (l *Lease) initCtx(from context.Context) {
+	l.base = valuesOnly{from}
+	inner, cancel := context.WithCancelCause(&l.base)
+	l.lctx = leaseCtx{Context: inner, l: l}
+	l.ctx, l.cancel = &l.lctx, cancel
 }
+
+// valuesOnly is context.WithoutCancel without the allocation: the values
+// of the embedded context, never done, no deadline.
+type valuesOnly struct{ context.Context }
+
+func (valuesOnly) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (valuesOnly) Done() <-chan struct{}       { return nil }
+func (valuesOnly) Err() error                  { return nil }
 
 func (c *leaseCtx) Value(k any) any {
 	if _, ok := k.(leaseCtxKey); ok {

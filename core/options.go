@@ -159,6 +159,9 @@ func NoRenew() AcquireOption { return func(a *acquireConfig) { a.noRenew = true 
 func MaxWaiters(n int) AcquireOption { return func(a *acquireConfig) { a.maxWaiters = n } }
 
 func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
+	if len(opts) == 0 && c.cfg.ttl >= MinTTL { // the common call: nothing escapes
+		return acquireConfig{ttl: c.cfg.ttl}, nil
+	}
 	a := acquireConfig{ttl: c.cfg.ttl}
 	for _, o := range opts {
 		o(&a)

@@ -32,7 +32,7 @@ func (p *primary) waitCmd(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd 
 // run runs one script; with WithReplicaAck it sends WAIT in the same
 // pipeline (so on the same connection, which is what WAIT counts) and fails
 // when fewer replicas acknowledged.
-func (p *primary) run(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (p *primary) run(ctx context.Context, s *script, keys []string, args ...any) *redis.Cmd {
 	if p.ack.replicas == 0 {
 		return s.Run(ctx, p.rdb, keys, args...)
 	}
@@ -61,8 +61,37 @@ func (p *primary) run(ctx context.Context, s *redis.Script, keys []string, args 
 	return cmd
 }
 
+// eval runs script s in one round trip: EVALSHA, then EVAL if the server
+// lost the script (NOSCRIPT). argv is the whole command after its first two
+// slots (filled here): numkeys, the key, the script's arguments. Building
+// it directly, rather than through redis.Script.Run, saves the copies and
+// boxing go-redis would add on the path every request takes.
+func (p *primary) eval(ctx context.Context, s *script, argv []any) *redis.Cmd {
+	argv[0], argv[1] = "evalsha", s.sha
+	cmd := redis.NewCmd(ctx, argv...)
+	_ = p.rdb.Process(ctx, cmd)
+	if isNoScript(cmd.Err()) {
+		argv[0], argv[1] = "eval", s.src
+		cmd = redis.NewCmd(ctx, argv...)
+		_ = p.rdb.Process(ctx, cmd)
+	}
+	return cmd
+}
+
 // fenceKeepMs is fenceKeep as a script argument, boxed once.
 var fenceKeepMs any = ms(fenceKeep)
+
+// msArg is d in milliseconds as a script argument; the common TTLs are
+// boxed once (an int64 above 255 costs an allocation each time).
+func msArg(d time.Duration) any {
+	switch d {
+	case DefaultTTL:
+		return defaultTTLMs
+	}
+	return ms(d)
+}
+
+var defaultTTLMs any = ms(DefaultTTL)
 
 func ms(d time.Duration) int64 {
 	m := d.Milliseconds()
@@ -73,7 +102,13 @@ func ms(d time.Duration) int64 {
 }
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
-	res, err := p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
+	var res []any
+	var err error
+	if p.ack.replicas == 0 {
+		res, err = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta}).Slice()
+	} else {
+		res, err = p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
+	}
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -99,7 +134,7 @@ func parseAcquire(res []any) (acquireReply, error) {
 }
 
 func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
-	v, err := releaseScript.Run(ctx, p.rdb, []string{n.key}, token, n.channel, fenceKeepMs).Int64()
+	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs}).Int64()
 	if err != nil || v < 1 {
 		return false, 0, err
 	}

@@ -29,8 +29,13 @@ type keyQueue struct {
 	// resubscribe.
 	sub waitSub
 	// wake is poked by notifications for this key (release messages and
-	// subscription confirmations); the head waits on it.
+	// subscription confirmations); the head waits on it. Made on the first
+	// subscription: an uncontended acquire needs none.
 	wake chan struct{}
+	// w0 and buf hold the first waiter of a new queue and the waiters'
+	// first slot, so the uncontended acquire allocates the queue once.
+	w0  waiter
+	buf [1]*waiter
 	// seen counts the moments a holder was seen while the queue existed: an
 	// attempt that Redis answered "held", a lease of this Client taking the
 	// lock. contended: the last answered attempt said "held" and the head
@@ -67,7 +72,8 @@ type grant struct {
 func (c *Client) queue(rkey string) *keyQueue {
 	q := c.queues[rkey]
 	if q == nil {
-		q = &keyQueue{wake: make(chan struct{}, 1)}
+		q = &keyQueue{}
+		q.waiters = q.buf[:0]
 		c.queues[rkey] = q
 	}
 	return q
@@ -82,7 +88,12 @@ func (c *Client) enqueue(rkey string, req acquireReq, maxWaiters int) (w *waiter
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
 		return nil, q.holder, false
 	}
-	w = &waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: q.held > 0 || q.contended}
+	if q.w0.turn == nil {
+		w = &q.w0 // a new queue (w0 is never reused: a queue is dropped once empty)
+	} else {
+		w = &waiter{}
+	}
+	*w = waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: q.held > 0 || q.contended}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 && q.held == 0 {
 		w.turn <- struct{}{}
@@ -295,6 +306,9 @@ func (c *Client) subscribe(n redisNames) (chan struct{}, error) {
 	defer c.qmu.Unlock()
 	q := c.queues[n.key]
 	if q.sub == nil {
+		if q.wake == nil {
+			q.wake = make(chan struct{}, 1)
+		}
 		s, err := c.b.notifications().subscribe(n.channel, q.wake)
 		if err != nil {
 			return nil, err

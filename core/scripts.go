@@ -6,6 +6,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// script is a Lua script with its SHA1 and source boxed once as command
+// arguments (see primary.eval); Script serves the paths that pipeline.
+type script struct {
+	*redis.Script
+	sha, src any
+}
+
+func newScript(src string) *script {
+	s := redis.NewScript(src)
+	return &script{Script: s, sha: s.Hash(), src: src}
+}
+
 // The Lua scripts are the whole Redis-side protocol; each is one round trip
 // and each is idempotent per owner token, so go-redis re-sending one after a
 // timeout (MaxRetries) does no harm.
@@ -17,29 +29,29 @@ var (
 
 	//go:embed scripts/acquire.lua
 	acquireLua    string
-	acquireScript = redis.NewScript(nextFenceLua + acquireLua)
+	acquireScript = newScript(nextFenceLua + acquireLua)
 
 	//go:embed scripts/release.lua
 	releaseLua    string
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = newScript(releaseLua)
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string
-	handoffScript = redis.NewScript(nextFenceLua + handoffLua)
+	handoffScript = newScript(nextFenceLua + handoffLua)
 
 	//go:embed scripts/extend.lua
 	extendLua    string
-	extendScript = redis.NewScript(extendLua)
+	extendScript = newScript(extendLua)
 
 	//go:embed scripts/force.lua
 	forceLua    string
-	forceScript = redis.NewScript(forceLua)
+	forceScript = newScript(forceLua)
 
 	//go:embed scripts/fence.lua
 	fenceLua    string
-	fenceScript = redis.NewScript(fenceLua)
+	fenceScript = newScript(fenceLua)
 
 	//go:embed scripts/inspect.lua
 	inspectLua    string
-	inspectScript = redis.NewScript(inspectLua)
+	inspectScript = newScript(inspectLua)
 )
