@@ -101,10 +101,15 @@ type acquisition struct {
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
+	return c.acquireFrom(ctx, key, try, acquireConfig{ttl: c.cfg.ttl}, opts)
+}
+
+// acquireFrom is acquire with base as the settings opts change.
+func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acquireConfig, opts []AcquireOption) (*Lease, error) {
 	if err := c.usable(key); err != nil {
 		return nil, err
 	}
-	cfg, err := c.acquireConfig(opts)
+	cfg, err := acquireConfigFrom(base, opts)
 	if err != nil {
 		return nil, err
 	}

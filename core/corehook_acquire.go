@@ -10,6 +10,23 @@ import (
 func init() {
 	corehook.AcquireSettings = acquireSettings
 	corehook.Unlocked = unlocked
+	corehook.Acquire = hookAcquire
+}
+
+// hookAcquire is Client.Acquire with the adapters' settings given as
+// values rather than options, so a request builds no option closures.
+func hookAcquire(ctx context.Context, client any, key string, s corehook.Settings, opts any) (any, error) {
+	c := client.(*Client)
+	base := acquireConfig{ttl: c.cfg.ttl, wait: s.Wait, noWait: s.NoWait, name: s.Name}
+	if s.TTL > 0 {
+		base.ttl = s.TTL
+	}
+	o, _ := opts.([]AcquireOption)
+	l, err := c.acquireFrom(ctx, key, false, base, o)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
 }
 
 // unlocked reports a fail-open run to the Client's Observer.

@@ -159,22 +159,37 @@ func NoRenew() AcquireOption { return func(a *acquireConfig) { a.noRenew = true 
 func MaxWaiters(n int) AcquireOption { return func(a *acquireConfig) { a.maxWaiters = n } }
 
 func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
-	if len(opts) == 0 && c.cfg.ttl >= MinTTL { // the common call: nothing escapes
-		return acquireConfig{ttl: c.cfg.ttl}, nil
+	return acquireConfigFrom(acquireConfig{ttl: c.cfg.ttl}, opts)
+}
+
+// acquireConfigFrom applies opts to a and checks the result. Options are
+// applied in a function of their own so that the call without options
+// (the adapters', the common one) allocates nothing.
+func acquireConfigFrom(a acquireConfig, opts []AcquireOption) (acquireConfig, error) {
+	if len(opts) > 0 {
+		a = applyAcquireOptions(a, opts)
 	}
-	a := acquireConfig{ttl: c.cfg.ttl}
+	return a, a.check()
+}
+
+func applyAcquireOptions(a acquireConfig, opts []AcquireOption) acquireConfig {
+	p := &a
 	for _, o := range opts {
-		o(&a)
+		o(p)
 	}
+	return *p
+}
+
+func (a acquireConfig) check() error {
 	switch {
 	case a.ttl <= 0:
-		return a, fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, a.ttl)
+		return fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, a.ttl)
 	case a.ttl < MinTTL:
-		return a, fmt.Errorf("%w: TTL %v is below %v", ErrInvalidOption, a.ttl, MinTTL)
+		return fmt.Errorf("%w: TTL %v is below %v", ErrInvalidOption, a.ttl, MinTTL)
 	case a.wait < 0:
-		return a, fmt.Errorf("%w: wait budget must be ≥ 0, got %v", ErrInvalidOption, a.wait)
+		return fmt.Errorf("%w: wait budget must be ≥ 0, got %v", ErrInvalidOption, a.wait)
 	case a.maxWaiters < 0:
-		return a, fmt.Errorf("%w: MaxWaiters must be ≥ 0, got %d", ErrInvalidOption, a.maxWaiters)
+		return fmt.Errorf("%w: MaxWaiters must be ≥ 0, got %d", ErrInvalidOption, a.maxWaiters)
 	}
-	return a, nil
+	return nil
 }

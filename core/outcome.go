@@ -85,10 +85,17 @@ func (o Outcome) NotAcquired() bool { return o == OutcomeContended || o == Outco
 // (Contended, Timeout), a misuse (Misconfigured), a closed Client
 // (Closed), and everything else from Redis is Unavailable.
 func Classify(ctx context.Context, err error) Outcome {
+	if err == nil {
+		return OutcomeAcquired
+	}
+	return classifyErr(ctx, err)
+}
+
+// classifyErr is Classify of a non-nil error (apart, so that the success
+// path does not allocate the errors.As target).
+func classifyErr(ctx context.Context, err error) Outcome {
 	var na *NotAcquiredError
 	switch {
-	case err == nil:
-		return OutcomeAcquired
 	case errors.Is(err, ErrKeyConfig):
 		return OutcomeMisconfigured
 	case errors.Is(err, ErrInvalidKey):

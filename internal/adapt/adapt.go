@@ -69,22 +69,20 @@ func (g *Guard) OK() bool {
 // template, RPC full method), never part of the key. c must have passed
 // Check.
 func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
-	opts := make([]core.AcquireOption, 0, 3+len(c.Options))
-	opts = append(opts, c.Options...)
-	opts = append(opts, core.Name(name))
-	switch {
-	case c.NoWait:
-		opts = append(opts, core.NoWait())
-	case c.Wait > 0:
-		opts = append(opts, core.Wait(c.Wait))
-	default:
-		opts = append(opts, core.Wait(DefaultWait))
-	}
-	if c.TTL > 0 {
-		opts = append(opts, core.TTL(c.TTL))
+	s := corehook.Settings{Name: name, NoWait: c.NoWait, TTL: c.TTL}
+	if !c.NoWait {
+		s.Wait = c.Wait
+		if s.Wait <= 0 {
+			s.Wait = DefaultWait
+		}
 	}
 	g := &Guard{key: key, reqCtx: reqCtx, timeout: c.ReleaseTimeout}
-	l, err := c.Client.Acquire(reqCtx, key, opts...)
+	var opts any
+	if len(c.Options) > 0 {
+		opts = c.Options
+	}
+	lease, err := corehook.Acquire(reqCtx, c.Client, key, s, opts)
+	l, _ := lease.(*core.Lease)
 	g.Outcome, g.Err = core.Classify(reqCtx, err), err
 	switch {
 	case g.Outcome == core.OutcomeAcquired:

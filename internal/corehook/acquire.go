@@ -1,6 +1,9 @@
 package corehook
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // AcquireSettings reports which of the settings an adapter owns the given
 // acquire options set: the wait budget (Wait), NoWait, the TTL and the
@@ -16,3 +19,16 @@ var AcquireSettings func(opts any) (wait, noWait, ttl, name bool)
 // start of now. client is a *core.Client. Only adapters report this, so it
 // is not a method users see.
 var Unlocked func(ctx context.Context, client any, key, name string, err error)
+
+// Settings are the acquire settings an adapter owns, as values.
+type Settings struct {
+	Name   string        // telemetry name
+	Wait   time.Duration // wait budget (0: until ctx ends)
+	NoWait bool
+	TTL    time.Duration // 0: the Client's
+}
+
+// Acquire is client.Acquire(ctx, key, opts...) with s applied before opts
+// (a []core.AcquireOption, or nil); the lease is a *core.Lease, nil on
+// error. Settings as values cost a request no option closures.
+var Acquire func(ctx context.Context, client any, key string, s Settings, opts any) (lease any, err error)
