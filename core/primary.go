@@ -15,13 +15,14 @@ import (
 // sentinel-managed master (failover client) or a Redis Cluster (every lock is
 // one key, so each script runs on the key's master).
 type primary struct {
-	rdb redis.UniversalClient
-	hub *hub
-	ack replicaAck
+	rdb   redis.UniversalClient
+	hub   *hub
+	ack   replicaAck
+	batch *batcher
 }
 
 func newPrimary(rdb redis.UniversalClient, ack replicaAck) *primary {
-	return &primary{rdb: rdb, hub: newHub(rdb), ack: ack}
+	return &primary{rdb: rdb, hub: newHub(rdb), ack: ack, batch: newBatcher(rdb, maxDirect)}
 }
 
 // waitCmd queues WAIT (Pipeliner has no typed Wait).
@@ -68,12 +69,11 @@ func (p *primary) run(ctx context.Context, s *script, keys []string, args ...any
 // boxing go-redis would add on the path every request takes.
 func (p *primary) eval(ctx context.Context, s *script, argv []any) *redis.Cmd {
 	argv[0], argv[1] = "evalsha", s.sha
-	cmd := redis.NewCmd(ctx, argv...)
-	_ = p.rdb.Process(ctx, cmd)
+	cmd := p.batch.process(ctx, redis.NewCmd(ctx, argv...))
 	if isNoScript(cmd.Err()) {
+		argv = append([]any(nil), argv...) // the first Cmd may still be read
 		argv[0], argv[1] = "eval", s.src
-		cmd = redis.NewCmd(ctx, argv...)
-		_ = p.rdb.Process(ctx, cmd)
+		cmd = p.batch.process(ctx, redis.NewCmd(ctx, argv...))
 	}
 	return cmd
 }
@@ -246,7 +246,10 @@ func (p *primary) jitter() time.Duration { return 0 }
 // clock-rate differences between this process and the server.
 func (p *primary) drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
-func (p *primary) close() { p.hub.close() }
+func (p *primary) close() {
+	p.hub.close()
+	p.batch.close()
+}
 
 func isNoScript(err error) bool { return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") }
 
