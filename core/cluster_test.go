@@ -348,11 +348,13 @@ func testClusterWakeEveryShard(t *testing.T, cl *redistest.Cluster) {
 	})
 }
 
-// Killing the waiting Client's pub/sub connection on the lock's master: the
-// waiter retries, the channel is subscribed again on a new connection, and
-// the release still wakes the waiter, long before the 30s TTL fallback.
-// (How many retries the break and the confirmation cause is not fixed: two
-// pokes can meet in the one-slot wake channel.)
+// Killing the waiting Client's pub/sub connection on a master carrying two
+// of its channels in different slots: both are subscribed again on a new
+// connection (one SSUBSCRIBE per slot: go-redis's own resubscribe would
+// send both in one and fail CROSSSLOT), the waiters retry, and the
+// releases still wake them, long before the 30s TTL fallback. (How many
+// retries the break and the confirmation cause is not fixed: two pokes can
+// meet in the one-slot wake channel.)
 func testClusterPubSubKill(t *testing.T, cl *redistest.Cluster) {
 	keys := keysByMaster(t, cl, "kill")
 	var master *redistest.Server
@@ -360,32 +362,49 @@ func testClusterPubSubKill(t *testing.T, cl *redistest.Cluster) {
 		master = m
 		break
 	}
-	key := keys[master][0]
+	ks := keys[master]
+	if core.KeySlot(hashKey(ks[0])) == core.KeySlot(hashKey(ks[1])) {
+		t.Fatal("want two slots")
+	}
 	holder := testkit.Client(t, cl.NewClient())
 	rec := newKeyRecorder()
 	waiter := testkit.Client(t, cl.NewClient(), core.WithObserver(rec))
 	ctx := testkit.Context(t, 20*time.Second)
-	l, err := holder.Acquire(ctx, key)
-	if err != nil {
-		t.Fatal(err)
+	var leases []*core.Lease
+	var results []<-chan acquired
+	for _, k := range ks {
+		l, err := holder.Acquire(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, l)
+		results = append(results, startWaiter(ctx, waiter, k))
 	}
-	res := startWaiter(ctx, waiter, key)
-	testkit.WaitFor(t, 10*time.Second, "two contended attempts", func() bool { return rec.count(key) >= 2 })
+	for _, k := range ks {
+		testkit.WaitFor(t, 10*time.Second, "two contended attempts", func() bool { return rec.count(k) >= 2 })
+	}
 	if n, err := master.Client.ClientKillByFilter(ctx, "TYPE", "pubsub").Result(); err != nil || n != 1 {
-		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v", n, err)
+		t.Fatalf("CLIENT KILL TYPE pubsub = %d, %v; want the one connection for both channels", n, err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "a retry after the resubscription", func() bool { return rec.count(key) >= 3 })
-	testkit.WaitFor(t, 10*time.Second, "the resubscription", func() bool { return shardNumSub(t, master, hashKey(key)) == 1 })
-	if err := l.Release(ctx); err != nil {
-		t.Fatal(err)
+	for _, k := range ks {
+		testkit.WaitFor(t, 10*time.Second, "a retry after the break", func() bool { return rec.count(k) >= 3 })
+		testkit.WaitFor(t, 10*time.Second, "the resubscription", func() bool { return shardNumSub(t, master, hashKey(k)) == 1 })
 	}
-	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
-	if r.err != nil {
-		t.Fatal(r.err)
+	if n := pubsubConns(t, master); n != 1 {
+		t.Fatalf("%d pub/sub connections after the resubscription, want 1", n)
 	}
-	_ = r.l.Release(ctx)
-	if end := rec.end(key); end.Outcome != core.OutcomeAcquired || r.l.Token() <= l.Token() {
-		t.Fatalf("waiter: %v, token %d after the holder's %d", end.Outcome, r.l.Token(), l.Token())
+	for i, l := range leases {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := testkit.Recv(t, results[i], 10*time.Second, "the waiter")
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		_ = r.l.Release(ctx)
+		if end := rec.end(ks[i]); end.Outcome != core.OutcomeAcquired || r.l.Token() <= l.Token() {
+			t.Fatalf("waiter: %v, token %d after the holder's %d", end.Outcome, r.l.Token(), l.Token())
+		}
 	}
 }
 

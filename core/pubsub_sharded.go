@@ -38,12 +38,13 @@ import (
 //     resolved and subscribed again, each waiter poked, as hub does after
 //     a reconnect.
 //
-// After a slot moved, go-redis's slot map can lag for a moment. A stale
-// entry that names a node not serving the slot answers MOVED, and the hub
-// retries with a growing pause (the map is reloaded meanwhile); one that
-// names a replica of the slot's shard is served (Redis lets replicas serve
-// shard channels and propagates SPUBLISH to the whole shard), so the
-// waiter is woken either way.
+// After a slot moved, go-redis's slot map can lag for a moment. The hub
+// then asks for a reload and retries with a growing pause: it does not
+// subscribe again, for a few seconds, on the node that just dropped the
+// channel (after a failover that node is a replica of the new master, and
+// Redis lets replicas serve shard channels, so the channel would stay off
+// the master and out of SPUBLISH's subscriber count); a stale entry naming
+// a node that does not serve the slot at all answers MOVED.
 //
 // One goroutine per connection reads it; one writer resolves slots and
 // sends the batched commands, so a waiter never blocks on pub/sub I/O.
@@ -81,6 +82,10 @@ type shardSub struct {
 	sent         bool
 	pendingUnsub int
 	isConfirmed  bool
+	// movedFrom is the node that dropped the channel because its slot moved
+	// away, until movedUntil: a slot map naming that node again is stale.
+	movedFrom  string
+	movedUntil time.Time
 }
 
 // shardConn is one node's pub/sub connection. A PubSub is used for one
@@ -92,6 +97,12 @@ type shardConn struct {
 	cancel context.CancelFunc
 	dead   bool // guarded by shardHub.mu
 }
+
+// movedStale is how long a slot map naming the node that just dropped a
+// channel is taken for stale: long enough for go-redis to reload it after
+// a failover or a slot move, short enough that a slot moving back is
+// followed.
+const movedStale = 5 * time.Second
 
 func newShardHub(rdb *redis.ClusterClient) *shardHub {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -234,14 +245,28 @@ func (h *shardHub) sync() {
 		}
 		h.mu.Lock()
 		var send []string
+		stale := false
+		now := time.Now()
 		for _, ch := range chans {
 			// Re-check: the reference may be gone, or another round sent it.
-			if s := h.subs[ch]; s != nil && s.refs > 0 && !s.sent && s.conn == nil && !c.dead {
+			s := h.subs[ch]
+			switch {
+			case s == nil || s.refs == 0 || s.sent || s.conn != nil || c.dead:
+			case s.movedFrom == c.addr && now.Before(s.movedUntil):
+				stale = true
+			default:
 				s.conn, s.sent, s.pendingUnsub = c, true, 0
 				send = append(send, ch)
 			}
 		}
+		if stale {
+			h.failures++
+			h.kickWriter()
+		}
 		h.mu.Unlock()
+		if stale {
+			h.rdb.ReloadState(h.ctx)
+		}
 		if len(send) > 0 {
 			k := batchKey{c, slot}
 			sub[k] = append(sub[k], send...)
@@ -372,6 +397,7 @@ func (h *shardHub) confirm(c *shardConn, channel string) {
 		return
 	}
 	s.isConfirmed = true
+	s.movedFrom = ""
 	h.failures = 0
 	s.poke() // a (re)confirmation: messages may have been lost before it, retry
 }
@@ -396,6 +422,7 @@ func (h *shardHub) unsubscribed(c *shardConn, channel string) {
 		return
 	}
 	s.conn, s.sent, s.isConfirmed = nil, false, false
+	s.movedFrom, s.movedUntil = c.addr, time.Now().Add(movedStale)
 	if s.refs == 0 {
 		delete(h.subs, channel)
 	} else {
