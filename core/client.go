@@ -37,10 +37,15 @@ type Client struct {
 }
 
 // New returns a Client on rdb: a *redis.Client (standalone or the sentinel
-// failover client) or a *redis.ClusterClient. It rejects a client that would
-// let a context deadline go unenforced: go-redis needs ContextTimeoutEnabled
-// for a ctx deadline to bound socket I/O, without which a hung Redis hangs
-// every lock call for the full read timeout.
+// failover client) or a *redis.ClusterClient. On a cluster, release
+// notifications use shard channels (SPUBLISH / SSUBSCRIBE, Redis 7.0 or
+// later) in each lock's own slot, so a release costs one delivery on the
+// lock's shard rather than a broadcast to every node.
+//
+// New rejects a client that would let a context deadline go unenforced:
+// go-redis needs ContextTimeoutEnabled for a ctx deadline to bound socket
+// I/O, without which a hung Redis hangs every lock call for the full read
+// timeout.
 //
 // New does no I/O; the Client leaves rdb open on Close.
 func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
@@ -55,6 +60,10 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 			if _, ok := rdb.(*redis.Client); !ok {
 				return nil, fmt.Errorf("%w: WithReplicaAck needs a single primary (*redis.Client): WAIT counts the replicas of the connection's server", ErrInvalidOption)
 			}
+		}
+		if cc, ok := rdb.(*redis.ClusterClient); ok && !cfg.classicCluster {
+			cfg.shardChannels = true
+			return newShardedPrimary(cc), nil
 		}
 		return newPrimary(rdb, cfg.ack), nil
 	})

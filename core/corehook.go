@@ -22,6 +22,9 @@ func tables(client any) map[string]int {
 		subs += len(h.subs)
 		h.mu.Unlock()
 	}
+	if p, ok := c.b.(*primary); ok && p.shard != nil {
+		subs += p.shard.subscriptions()
+	}
 
 	c.ren.mu.Lock()
 	leases, pending := len(c.ren.h), len(c.ren.pending)
@@ -30,11 +33,14 @@ func tables(client any) map[string]int {
 	return map[string]int{"queues": queues, "subscriptions": subs, "leases": leases, "renewals": pending}
 }
 
-// hubs lists the pub/sub hubs of c's backend: one for a single primary, one
-// per node under Redlock.
+// hubs lists the classic pub/sub hubs of c's backend: one for a single
+// primary, one per node under Redlock, none on shard channels (a cluster).
 func (c *Client) hubs() []*hub {
 	switch b := c.b.(type) {
 	case *primary:
+		if b.hub == nil {
+			return nil
+		}
 		return []*hub{b.hub}
 	case *quorum:
 		hs := make([]*hub, len(b.nodes))

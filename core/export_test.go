@@ -15,3 +15,11 @@ func Queued(c *Client, key string) int {
 	}
 	return 0
 }
+
+// KeySlot is the cluster hash slot the sharded notifier groups a channel by (tests only).
+var KeySlot = keySlot
+
+// WithClassicCluster makes a Client on a *redis.ClusterClient behave as
+// versions before shard channels did: PUBLISH / SUBSCRIBE on the classic
+// channel (tests of a rolling deploy only).
+func WithClassicCluster() Option { return func(c *config) { c.classicCluster = true } }

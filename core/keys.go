@@ -20,6 +20,12 @@ const (
 	// layoutVersion is the version of the Redis key layout below. Two lockkit
 	// versions with the same layoutVersion share the same locks, which is what
 	// a rolling deploy needs; a change of layout gets a new version.
+	//
+	// It stayed v1 when cluster clients moved their notifications to shard
+	// channels: no key changed, only the channel a release is announced on,
+	// and a channel holds no state. Old and new clients keep taking the same
+	// lock hash, so exclusion and fencing hold across a rolling deploy by
+	// construction; what differs is only who hears whose release (see below).
 	layoutVersion = "v1"
 )
 
@@ -28,6 +34,24 @@ const (
 //	<prefix>:v1:k:<key>        lock hash for a key of at most hashKeyLen bytes (verbatim, binary safe)
 //	<prefix>:v1:h:<sha256hex>  lock hash for a longer key
 //	<prefix>:v1:c:<same tail>  pub/sub channel announcing releases (a channel, not a key)
+//
+// Release notifications depend on the client:
+//
+//   - a *redis.Client (standalone, sentinel failover) and every Redlock node:
+//     PUBLISH / SUBSCRIBE on <prefix>:v1:c:<tail>, as since v1 began.
+//   - a *redis.ClusterClient: SPUBLISH / SSUBSCRIBE on a shard channel named
+//     exactly like the lock hash (<prefix>:v1:k:<key> or :h:<sha256hex>).
+//     Channels and keys are separate namespaces, so the name clashes with
+//     nothing, and a shard channel hashes to a slot by the same rule as a key:
+//     the channel lives in the lock's own slot whatever braces the user's key
+//     contains. A release then reaches the one shard that owns the lock
+//     instead of being broadcast over the cluster bus to every node, and the
+//     release script's subscriber count covers every waiter in the cluster.
+//
+// During a rolling deploy from a version that published on the classic
+// channel in a cluster, old and new clients do not hear each other's
+// releases; a waiter then acquires on its retry timer (the holder's
+// remaining TTL), never early, since the lock hash they share decides.
 //
 // The lock hash has the fields
 //
@@ -52,6 +76,12 @@ func (c *Client) names(key string) redisNames {
 	if len(key) > hashKeyLen {
 		sum := sha256.Sum256([]byte(key))
 		kind, tail = "h:", hex.EncodeToString(sum[:])
+	}
+	if c.cfg.shardChannels {
+		n := redisNames{key: c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail}
+		n.channel = n.key // a shard channel in the lock's own slot
+		n.keyArg, n.channelArg = n.key, n.key
+		return n
 	}
 	// Both names in one allocation: "<p>:v1:<kind><tail><p>:v1:c:<kind><tail>".
 	both := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail + c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail

@@ -33,6 +33,12 @@ type config struct {
 	nodeTimeout    time.Duration // Redlock: per-node call bound
 	ack            replicaAck
 	hooks          testHooks
+	// shardChannels: release notifications use SPUBLISH / SSUBSCRIBE on the
+	// lock hash's own name (a cluster client, see keys.go). Set by New.
+	shardChannels bool
+	// classicCluster keeps a cluster client on classic PUBLISH / SUBSCRIBE,
+	// as versions before shard channels behaved (tests of rolling deploys).
+	classicCluster bool
 }
 
 // replicaAck: WAIT for this many replicas after acquire and renewal.

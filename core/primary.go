@@ -15,14 +15,27 @@ import (
 // sentinel-managed master (failover client) or a Redis Cluster (every lock is
 // one key, so each script runs on the key's master).
 type primary struct {
-	rdb   redis.UniversalClient
+	rdb redis.UniversalClient
+	// Exactly one of hub (classic pub/sub) and shard (a cluster's shard
+	// channels) carries the release notifications.
 	hub   *hub
-	ack   replicaAck
-	batch *batcher
+	shard *shardHub
+	// publish is the command the release scripts announce with: "publish",
+	// or "spublish" for shard channels (boxed once as a script argument).
+	publish any
+	ack     replicaAck
+	batch   *batcher
 }
 
 func newPrimary(rdb redis.UniversalClient, ack replicaAck) *primary {
-	return &primary{rdb: rdb, hub: newHub(rdb), ack: ack, batch: newBatcher(rdb, maxDirect)}
+	return &primary{rdb: rdb, hub: newHub(rdb), publish: "publish", ack: ack, batch: newBatcher(rdb, maxDirect)}
+}
+
+// newShardedPrimary is the backend on a Redis Cluster with release
+// notifications on shard channels: SPUBLISH delivers a release to the shard
+// that owns the lock only, where classic PUBLISH is broadcast to every node.
+func newShardedPrimary(rdb *redis.ClusterClient) *primary {
+	return &primary{rdb: rdb, shard: newShardHub(rdb), publish: "spublish", batch: newBatcher(rdb, maxDirect)}
 }
 
 // waitCmd queues WAIT (Pipeliner has no typed Wait).
@@ -134,7 +147,7 @@ func parseAcquire(res []any) (acquireReply, error) {
 }
 
 func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
-	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs}).Int64()
+	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs, p.publish}).Int64()
 	if err != nil || v < 1 {
 		return false, 0, err
 	}
@@ -209,7 +222,7 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 }
 
 func (p *primary) forceRelease(ctx context.Context, n redisNames) (bool, error) {
-	v, err := forceScript.Run(ctx, p.rdb, []string{n.key}, n.channel, fenceKeepMs).Int64()
+	v, err := forceScript.Run(ctx, p.rdb, []string{n.key}, n.channel, fenceKeepMs, p.publish).Int64()
 	return v == 1, err
 }
 
@@ -232,7 +245,12 @@ func (p *primary) inspect(ctx context.Context, n redisNames) (Holder, bool, erro
 	return Holder{}, false, fmt.Errorf("lockkit: unexpected inspect reply %v", res)
 }
 
-func (p *primary) notifications() notifier { return p.hub }
+func (p *primary) notifications() notifier {
+	if p.shard != nil {
+		return p.shard
+	}
+	return p.hub
+}
 
 // retryDelay: the holder's remaining TTL (its lock expires by then if it
 // crashed, and a lost message is covered), plus a little.
@@ -247,7 +265,7 @@ func (p *primary) jitter() time.Duration { return 0 }
 func (p *primary) drift(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
 func (p *primary) close() {
-	p.hub.close()
+	p.notifications().close()
 	p.batch.close()
 }
 

@@ -36,6 +36,11 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	// busPort is the cluster bus port when cluster mode is on (0: off),
+	// chosen free rather than Redis's default port+10000, which can be
+	// taken or out of range for an ephemeral port.
+	busPort   int
+	clusterOn bool
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -74,6 +79,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		if lastErr = s.start(); lastErr == nil {
 			break
 		}
+		s.busPort = 0
 	}
 	if lastErr != nil {
 		t.Fatalf("redistest: start redis-server: %v", lastErr)
@@ -138,6 +144,16 @@ func (s *Server) start() error {
 		"--loglevel", "warning",
 		"--protected-mode", "no",
 	}, s.args...)
+	if s.clusterOn {
+		if s.busPort == 0 {
+			p, err := freePort()
+			if err != nil {
+				return err
+			}
+			s.busPort = p
+		}
+		args = append(args, "--cluster-port", strconv.Itoa(s.busPort))
+	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	logf, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", time.Now().UnixNano())))
@@ -256,6 +272,16 @@ func (s *Server) Running() bool {
 }
 
 func (s *Server) stop() { s.Kill() }
+
+// logTail is the last n lines of the server's newest log file.
+func (s *Server) logTail(n int) string {
+	files, _ := filepath.Glob(filepath.Join(s.dir, "redis-*.log"))
+	if len(files) == 0 {
+		return ""
+	}
+	b, _ := os.ReadFile(files[len(files)-1])
+	return lastLines(string(b), n)
+}
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
