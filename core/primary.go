@@ -73,7 +73,8 @@ func ms(d time.Duration) int64 {
 }
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
-	res, err := p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
+	res, err := p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta,
+		r.queue, ms(3*queueRefresh(r.ttl)), ms(grantTTL(r.ttl))).Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -112,7 +113,7 @@ func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acq
 		return acquireReply{}, err
 	}
 	if len(res) >= 2 && asInt(res[0]) == 1 {
-		return acquireReply{ok: true, fence: asInt(res[1])}, nil
+		return acquireReply{ok: true, fence: asInt(res[1]), queued: len(res) >= 3 && asInt(res[2]) == 1}, nil
 	}
 	return acquireReply{}, nil
 }
