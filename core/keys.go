@@ -35,6 +35,7 @@ const (
 //	f  last fencing token (kept fenceKeep after release)
 //	w  owner id of the holder        m  holder metadata (Observer)
 //	r  last released (or handed-off) owner token: a re-sent release answers the same
+//	qh, qt, q<seq>, i<queue id>  the wait queue of processes (acquire.lua), while any wait
 //
 // It has the lease's TTL while held and fenceKeep once released. One lock is one
 // Redis key, so all of its state lives in one cluster hash slot whatever braces

@@ -73,8 +73,8 @@ func ms(d time.Duration) int64 {
 }
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
-	res, err := p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta,
-		r.queue, ms(3*queueRefresh(r.ttl)), ms(grantTTL(r.ttl))).Slice()
+	life, grant := queueArgs(r.ttl)
+	res, err := p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant).Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}

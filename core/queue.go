@@ -28,6 +28,22 @@ func grantTTL(ttl time.Duration) time.Duration { return min(ttl, grantTTLMax) }
 // three times as long.
 func queueRefresh(ttl time.Duration) time.Duration { return min(queueRefreshMax, ttl/2) }
 
+// Script arguments of the usual case (TTL of 3s or more), boxed once so an
+// attempt allocates nothing for them.
+var (
+	queueLifeMaxMs any = ms(3 * queueRefreshMax)
+	grantTTLMaxMs  any = ms(grantTTLMax)
+)
+
+// queueArgs are acquire.lua's entry lifetime and grant TTL (ms) for a
+// lease TTL of ttl.
+func queueArgs(ttl time.Duration) (life, grant any) {
+	if ttl >= 2*queueRefreshMax && ttl >= grantTTLMax {
+		return queueLifeMaxMs, grantTTLMaxMs
+	}
+	return ms(3 * queueRefresh(ttl)), ms(grantTTL(ttl))
+}
+
 // keyQueue is this Client's local FIFO for one lock. Only the head talks to
 // Redis, and only while no lease of this Client holds the lock, so a hot key
 // costs Redis O(1) commands per hand-off however many goroutines wait. When
