@@ -98,6 +98,9 @@ type acquisition struct {
 
 	// w is the acquisition's place in the local queue (waits only).
 	w *waiter
+	// queued: an attempt of this acquisition may have left its queue in
+	// the lock's wait queue in Redis.
+	queued bool
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
@@ -193,7 +196,7 @@ func (a *acquisition) once() error {
 	if !ok {
 		return a.notAcquired(a.holder)
 	}
-	a.c.localAcquired(a.names.key, a.asHolder())
+	a.c.localAcquired(a.names, a.asHolder())
 	return nil
 }
 
@@ -213,14 +216,23 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	if err != nil {
 		if !isDialError(err) { // the script may have run: give our token back
 			a.c.releaseLater(a.names, a.req.token)
+			if a.req.queue != "" { // and it may have queued us in Redis
+				a.queued = true
+				a.c.inWaitQueue(a.names.key, true)
+			}
 		}
 		return false, a.callErr(ctx, err)
 	}
 	if !rep.ok {
 		a.holder, a.last = rep.holder, rep
-		a.c.refused(a.names.key)
+		a.queued = a.queued || a.req.queue != ""
+		a.c.refused(a.names.key, a.req.queue != "")
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
+	}
+	if a.queued {
+		a.queued = false
+		a.c.inWaitQueue(a.names.key, false) // taking the lock left the wait queue
 	}
 	if time.Since(sent) >= a.cfg.ttl-a.c.b.drift(a.cfg.ttl) {
 		a.c.releaseLater(a.names, a.req.token)
@@ -344,7 +356,7 @@ func (e *noAnswer) As(target any) bool { return e.err != nil && errors.As(e.err,
 // wait queues locally, then, as the head, attempts until the lock is held.
 func (a *acquisition) wait() (err error) {
 	c := a.c
-	w, holder, ok := c.enqueue(a.names.key, a.req, a.cfg.maxWaiters)
+	w, holder, queue, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters)
 	if !ok {
 		a.holder = holder
 		return a.notAcquired(holder)
@@ -355,6 +367,12 @@ func (a *acquisition) wait() (err error) {
 	}
 	a.w = w
 	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
+	if c.b.canHandoff() {
+		// As the head, attempt under the queue's id: a refusal queues the
+		// process in the lock's wait queue in Redis (not under Redlock,
+		// where a grant would need a majority round of its own).
+		a.req.queue = queue
+	}
 
 	// Attempts run in the Observer's context (Redis client spans nest under
 	// the acquire span), bounded by the wait budget too; the same context's
@@ -397,14 +415,7 @@ func (a *acquisition) wait() (err error) {
 		return fallback.C
 	}
 	for {
-		if y := c.beforeAttempt(a.names.key); time.Until(y) > 0 {
-			// A release was heard by waiters elsewhere: let one of them go first.
-			if by, err := a.await(w.turn, nil, arm(time.Until(y)), budget); err != nil {
-				return err
-			} else if by == byTurn && a.granted(w) {
-				return nil
-			}
-		}
+		c.beforeAttempt(a.names.key)
 		if wake != nil {
 			drain(wake)
 		}
@@ -421,7 +432,13 @@ func (a *acquisition) wait() (err error) {
 				return err
 			}
 		}
-		by, err := a.await(w.turn, wake, arm(c.b.retryDelay(a.last)), budget)
+		retry := c.b.retryDelay(a.last)
+		if a.req.queue != "" {
+			// Queued in Redis: refresh the entry, and find a grant whose
+			// message was lost, before the grant ends (queueRefresh).
+			retry = min(retry, queueRefresh(a.cfg.ttl))
+		}
+		by, err := a.await(w.turn, wake, arm(retry), budget)
 		switch {
 		case err != nil:
 			return err
@@ -515,7 +532,7 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 		l.state = stateClosed
 		l.cancel(ErrClosed)
 		c.obs.Lost(l.ctx, l.info(), ErrClosed) // the Observer handed out a hold context: end it
-		c.localRelease(a.names.key, 0)
+		c.localRelease(a.names.key)
 		c.releaseLater(a.names, a.req.token)
 		return nil, ErrClosed
 	}

@@ -49,6 +49,10 @@ type acquireReq struct {
 	meta  string
 	// owner as a script argument, boxed once per Client (nil: box owner).
 	ownerBoxed any
+	// queue is the id of the caller Client's local queue for the lock, under
+	// which the lock's wait queue in Redis knows it ("" for a caller that
+	// does not wait there: TryAcquire, NoWait, Redlock).
+	queue string
 }
 
 func (r *acquireReq) ownerArg() any {
@@ -62,6 +66,9 @@ type acquireReply struct {
 	ok     bool
 	fence  int64
 	holder Holder // when !ok
+	// queued (handoff only): other processes' waiters are in the lock's
+	// wait queue, so the run of local hand-offs ends soon.
+	queued bool
 	// Redlock only: which nodes refused, and whether nobody held a majority.
 	quorum *QuorumError
 	split  bool

@@ -59,6 +59,7 @@ const (
 //	f  last fencing token (kept fenceKeep after release)
 //	w  owner id of the holder        m  holder metadata (Observer)
 //	r  last released (or handed-off) owner token: a re-sent release answers the same
+//	qh, qt, q<seq>, i<queue id>  the wait queue of processes (acquire.lua), while any wait
 //
 // It has the lease's TTL while held and fenceKeep once released. One lock is one
 // Redis key, so all of its state lives in one cluster hash slot whatever braces
@@ -71,6 +72,12 @@ type redisNames struct {
 	keyArg, channelArg any
 }
 
+// namesOf is the redisNames of a lock hash and its channel, with both
+// boxed as script arguments.
+func namesOf(key, channel string) redisNames {
+	return redisNames{key: key, channel: channel, keyArg: key, channelArg: channel}
+}
+
 func (c *Client) names(key string) redisNames {
 	kind, tail := "k:", key
 	if len(key) > hashKeyLen {
@@ -78,17 +85,13 @@ func (c *Client) names(key string) redisNames {
 		kind, tail = "h:", hex.EncodeToString(sum[:])
 	}
 	if c.cfg.shardChannels {
-		n := redisNames{key: c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail}
-		n.channel = n.key // a shard channel in the lock's own slot
-		n.keyArg, n.channelArg = n.key, n.key
-		return n
+		key := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail
+		return namesOf(key, key) // a shard channel in the lock's own slot
 	}
 	// Both names in one allocation: "<p>:v1:<kind><tail><p>:v1:c:<kind><tail>".
 	both := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail + c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail
 	split := len(c.cfg.prefix) + 1 + len(layoutVersion) + 1 + len(kind) + len(tail)
-	n := redisNames{key: both[:split], channel: both[split:]}
-	n.keyArg, n.channelArg = n.key, n.channel
-	return n
+	return namesOf(both[:split], both[split:])
 }
 
 func validateKey(key string) error {

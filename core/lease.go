@@ -196,7 +196,7 @@ func (l *Lease) lose(cause error) {
 	// expiry is later than our deadline, or Redis was only frozen), free it
 	// now rather than at its TTL. It never extends anything.
 	l.c.releaseLater(l.names, l.token)
-	l.c.localRelease(l.names.key, 0)
+	l.c.localRelease(l.names.key)
 	l.c.obs.Lost(l.ctx, l.info(), cause)
 }
 
@@ -227,8 +227,8 @@ func (l *Lease) Release(ctx context.Context) error {
 	if w := c.pickHandoff(l.names.key); w != nil {
 		return l.handoff(ctx, bctx, w)
 	}
-	ok, listeners, err := c.b.release(bctx, l.names, l.token)
-	c.localRelease(l.names.key, listeners)
+	ok, _, err := c.b.release(bctx, l.names, l.token)
+	c.localRelease(l.names.key)
 	switch {
 	case err != nil:
 		err = c.callErr(ctx, "release", l.key, err)
@@ -246,7 +246,7 @@ func (l *Lease) handoff(ctx, bctx context.Context, w *waiter) error {
 	sent := time.Now()
 	rep, err := c.b.handoff(bctx, l.names, l.token, w.req)
 	ok := err == nil && rep.ok
-	if c.finishHandoff(l.names.key, w, ok, grant{fence: rep.fence, sent: sent}) {
+	if c.finishHandoff(l.names.key, w, ok, rep.queued, grant{fence: rep.fence, sent: sent}) {
 		c.releaseLater(l.names, w.req.token) // w left meanwhile
 	}
 	switch {

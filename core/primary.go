@@ -115,12 +115,13 @@ func ms(d time.Duration) int64 {
 }
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
+	life, grant := queueArgs(r.ttl)
 	var res []any
 	var err error
 	if p.ack.replicas == 0 {
-		res, err = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta}).Slice()
+		res, err = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant}).Slice()
 	} else {
-		res, err = p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta).Slice()
+		res, err = p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant).Slice()
 	}
 	if err != nil {
 		return acquireReply{}, err
@@ -160,7 +161,7 @@ func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acq
 		return acquireReply{}, err
 	}
 	if len(res) >= 2 && asInt(res[0]) == 1 {
-		return acquireReply{ok: true, fence: asInt(res[1])}, nil
+		return acquireReply{ok: true, fence: asInt(res[1]), queued: len(res) >= 3 && asInt(res[2]) == 1}, nil
 	}
 	return acquireReply{}, nil
 }

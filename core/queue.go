@@ -2,28 +2,79 @@ package core
 
 import "time"
 
-// Local hand-off limits.
+// Hand-off and wait-queue limits.
 const (
-	// maxStreak bounds direct hand-offs in a row inside one process; then the
-	// lock is released publicly so waiters of other processes get a turn.
+	// maxStreak bounds direct hand-offs in a row inside one process while no
+	// other process is known to wait (see keyQueue.remote); then the lock is
+	// released publicly.
 	maxStreak = 16
-	// yieldDelay: after a public release heard by waiters elsewhere, the
-	// local head waits this long, so a remote waiter can take its turn.
-	yieldDelay = 2 * time.Millisecond
+	// grantTTLMax caps how long a release's grant waits for the grantee's
+	// confirming attempt: what a grantee that died costs the others.
+	grantTTLMax = 2 * time.Second
+	// queueRefreshMax caps how long the head of a queue in Redis's wait
+	// queue goes without an attempt: each attempt refreshes its entry, and
+	// one that missed a grant's message finds the grant by it.
+	queueRefreshMax = 1500 * time.Millisecond
 )
+
+// grantTTL is the TTL of a grant to a waiter whose lease TTL is ttl: never
+// longer than the lease it becomes, so a dead grantee never blocks the lock
+// longer than a crashed holder would.
+func grantTTL(ttl time.Duration) time.Duration { return min(ttl, grantTTLMax) }
+
+// queueRefresh is how often the head of a queue waiting in Redis attempts
+// at least: half the grant TTL or less, so the grantee's own attempt comes
+// before its grant ends even when the message was lost. Its entry lives
+// three times as long.
+func queueRefresh(ttl time.Duration) time.Duration { return min(queueRefreshMax, ttl/2) }
+
+// Script arguments of the usual case (TTL of 3s or more), boxed once so an
+// attempt allocates nothing for them.
+var (
+	queueLifeMaxMs any = ms(3 * queueRefreshMax)
+	grantTTLMaxMs  any = ms(grantTTLMax)
+)
+
+// queueArgs are acquire.lua's entry lifetime and grant TTL (ms) for a
+// lease TTL of ttl.
+func queueArgs(ttl time.Duration) (life, grant any) {
+	if ttl >= 2*queueRefreshMax && ttl >= grantTTLMax {
+		return queueLifeMaxMs, grantTTLMaxMs
+	}
+	return ms(3 * queueRefresh(ttl)), ms(grantTTL(ttl))
+}
 
 // keyQueue is this Client's local FIFO for one lock. Only the head talks to
 // Redis, and only while no lease of this Client holds the lock, so a hot key
 // costs Redis O(1) commands per hand-off however many goroutines wait. When
 // a lease of this Client releases with a waiter queued, the lock is handed
-// to that waiter in one script (no second round trip, nobody else woken),
-// at most maxStreak times in a row. Fields are guarded by Client.qmu.
+// to that waiter in one script (no second round trip, nobody else woken).
+//
+// Across processes, the head's refused attempt puts the queue (its id) in
+// the lock's wait queue in Redis, one entry per process; a release grants
+// the lock to the first entry (release.lua). While others wait there (the
+// hand-off's reply says so), a run of local hand-offs ends once each local
+// waiter of the run's start had its turn, and the lock goes to the next
+// process: bounded unfairness, with one notification hop per process turn
+// instead of one per cycle. Fields are guarded by Client.qmu.
 type keyQueue struct {
+	// id names this queue in the lock's wait queue in Redis; a grant makes
+	// it the lock's owner until the head's attempt confirms it.
+	id    string
+	names redisNames
+	// inRedis: the queue may have an entry in Redis (a refused or failed
+	// attempt of the head); when its last waiter leaves, it leaves there
+	// too, giving back a grant it may have received.
+	inRedis bool
 	waiters []*waiter
 	held    int    // leases of this Client holding the lock (0 or 1 unless one was lost unnoticed)
 	holder  Holder // the local holder, for waiters' telemetry
 	streak  int    // direct hand-offs in a row
-	yield   time.Time
+	// run is the length of the current run of hand-offs while others wait
+	// in Redis: the local waiters queued at its first hand-off. remote: the
+	// last hand-off's reply said other processes wait.
+	run    int
+	remote bool
 	// sub is the notification subscription shared by successive heads while
 	// the queue has waiters, so a hand-off inside the process does not
 	// resubscribe.
@@ -69,24 +120,25 @@ type grant struct {
 	sent  time.Time
 }
 
-func (c *Client) queue(rkey string) *keyQueue {
-	q := c.queues[rkey]
+func (c *Client) queue(n redisNames) *keyQueue {
+	q := c.queues[n.key]
 	if q == nil {
-		q = &keyQueue{}
+		q = &keyQueue{id: newToken(), names: n}
 		q.waiters = q.buf[:0]
-		c.queues[rkey] = q
+		c.queues[n.key] = q
 	}
 	return q
 }
 
 // enqueue adds a waiter; false when maxWaiters (> 0) are already waiting.
-// holder is the local holder when the waiter queues behind one.
-func (c *Client) enqueue(rkey string, req acquireReq, maxWaiters int) (w *waiter, holder Holder, ok bool) {
+// holder is the local holder when the waiter queues behind one. queue is
+// the id the queue has in Redis's wait queue.
+func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waiter, holder Holder, queue string, ok bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queue(rkey)
+	q := c.queue(n)
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
-		return nil, q.holder, false
+		return nil, q.holder, "", false
 	}
 	if q.w0.turn == nil {
 		w = &q.w0 // a new queue (w0 is never reused: a queue is dropped once empty)
@@ -101,7 +153,7 @@ func (c *Client) enqueue(rkey string, req acquireReq, maxWaiters int) (w *waiter
 	if q.held > 0 {
 		holder = q.holder
 	}
-	return w, holder, true
+	return w, holder, q.id, true
 }
 
 // dequeue removes w after its acquire ended; acquired: it now holds the
@@ -161,7 +213,12 @@ func (c *Client) pickHandoff(rkey string) *waiter {
 	if q == nil || q.held != 1 || len(q.waiters) == 0 {
 		return nil
 	}
-	if q.streak >= maxStreak {
+	if q.streak == 0 {
+		q.run = len(q.waiters)
+	}
+	if q.streak >= maxStreak || (q.remote && q.streak >= q.run) {
+		// Release publicly: the first process in Redis's wait queue gets
+		// the lock, or, with nobody there, whoever asks first.
 		q.streak = 0
 		return nil
 	}
@@ -172,11 +229,12 @@ func (c *Client) pickHandoff(rkey string) *waiter {
 
 // finishHandoff records the outcome of a hand-off to w. It returns true
 // when w left meanwhile and the lock (now w's) must be given back.
-func (c *Client) finishHandoff(rkey string, w *waiter, ok bool, g grant) (giveBack bool) {
+func (c *Client) finishHandoff(rkey string, w *waiter, ok, remote bool, g grant) (giveBack bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
 	w.handing = false
+	q.remote = ok && remote
 	switch {
 	case ok && !w.abandoned:
 		c.remove(q, w)
@@ -205,10 +263,10 @@ func (c *Client) localBusy(rkey string) (Holder, bool) {
 }
 
 // localAcquired counts a lease taken without queueing (TryAcquire, NoWait).
-func (c *Client) localAcquired(rkey string, h Holder) {
+func (c *Client) localAcquired(n redisNames, h Holder) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queue(rkey)
+	q := c.queue(n)
 	q.held++
 	q.holder = h
 	q.taken()
@@ -223,13 +281,25 @@ func (q *keyQueue) taken() {
 
 // refused: Redis answered an attempt on rkey "held by another owner" (the
 // head's, or a TryAcquire's of this Client). Every waiter queued now has
-// seen the holder.
-func (c *Client) refused(rkey string) {
+// seen the holder. queued: the attempt put the queue in Redis's wait queue.
+func (c *Client) refused(rkey string, queued bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
 		q.seen++
 		q.contended = true
+		q.inRedis = q.inRedis || queued
+	}
+}
+
+// inWaitQueue records what the head's attempt left in Redis's wait queue:
+// an entry (maybe: the attempt failed after it may have run), or none (the
+// attempt took the lock, which removes the entry or consumes its grant).
+func (c *Client) inWaitQueue(rkey string, maybe bool) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[rkey]; q != nil {
+		q.inRedis = maybe
 	}
 }
 
@@ -244,10 +314,10 @@ func (c *Client) sawHolder(rkey string, w *waiter) bool {
 	return w.heldAtStart || c.queues[rkey].seen != w.seen0
 }
 
-// localRelease: a lease of this Client on rkey ended; the head may go.
-// listeners > subscribed: waiters elsewhere heard the release, so the
-// local head yields for a moment.
-func (c *Client) localRelease(rkey string, listeners int) {
+// localRelease: a lease of this Client on rkey ended; the head may go (if
+// the release granted the lock to another process, its attempt queues it
+// in Redis behind that one).
+func (c *Client) localRelease(rkey string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
@@ -258,27 +328,18 @@ func (c *Client) localRelease(rkey string, listeners int) {
 		q.held--
 	}
 	q.streak = 0
-	own := 0
-	if q.sub != nil {
-		own = 1
-	}
-	if listeners > own && len(q.waiters) > 0 {
-		q.yield = time.Now().Add(yieldDelay)
-	}
 	c.settle(rkey, q)
 }
 
-// beforeAttempt is called by the head before each attempt, under one
-// lock: it returns when the head may attempt after a public release, and
-// marks the "held" the head last heard as being asked again (a waiter that
-// queues from now on has not seen it).
-func (c *Client) beforeAttempt(rkey string) (yield time.Time) {
+// beforeAttempt is called by the head before each attempt: it marks the
+// "held" the head last heard as being asked again (a waiter that queues
+// from now on has not seen it).
+func (c *Client) beforeAttempt(rkey string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
-		yield, q.yield, q.contended = q.yield, time.Time{}, false
+		q.contended = false
 	}
-	return yield
 }
 
 // settle wakes the head when the lock is not held locally and drops the
@@ -293,6 +354,12 @@ func (c *Client) settle(rkey string, q *keyQueue) {
 	if len(q.waiters) == 0 && q.sub != nil {
 		q.sub.unsubscribe()
 		q.sub = nil
+	}
+	if len(q.waiters) == 0 && q.inRedis {
+		// Nobody left to confirm a grant: leave Redis's wait queue, and
+		// pass on a grant the queue may have received meanwhile.
+		q.inRedis = false
+		c.releaseLater(q.names, q.id)
 	}
 	if len(q.waiters) == 0 && q.held == 0 {
 		delete(c.queues, rkey)

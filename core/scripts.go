@@ -22,8 +22,8 @@ func newScript(src string) *script {
 // and each is idempotent per owner token, so go-redis re-sending one after a
 // timeout (MaxRetries) does no harm.
 var (
-	// nextFenceLua defines next_fence(last), the fencing rule, for the
-	// scripts that hand out a lock.
+	// nextFenceLua defines next_fence(last, t), the fencing rule, for the
+	// scripts that hand out a lock (release.lua grants it to a waiter).
 	//go:embed scripts/nextfence.lua
 	nextFenceLua string
 
@@ -33,7 +33,7 @@ var (
 
 	//go:embed scripts/release.lua
 	releaseLua    string
-	releaseScript = newScript(releaseLua)
+	releaseScript = newScript(nextFenceLua + releaseLua)
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string

@@ -1,7 +1,8 @@
--- release.lua: owner-checked release and wake-up, in one step.
+-- release.lua: owner-checked release and wake-up, in one step; with waiters
+-- queued (see acquire.lua), the lock goes straight to the first live one.
 --
 -- KEYS[1]  the lock hash
--- ARGV[1]  owner token
+-- ARGV[1]  owner token, or a queue id leaving the wait queue
 -- ARGV[2]  notification channel of the lock
 -- ARGV[3]  how long the last fencing token is kept after release (ms)
 -- ARGV[4]  the publish command: 'publish', or 'spublish' on Redis Cluster,
@@ -9,17 +10,71 @@
 --
 -- Returns 1 + the number of subscribers that got the release message when
 -- the token held the lock (1 when it had already released it: a re-sent
--- release), 0 when it did not. The subscriber count tells a process whether
--- waiters elsewhere exist (fairness of local hand-offs). Only the owner's
--- fields are removed; the last fencing token stays for ARGV[3] ms so the next
--- holder's token is larger even within one microsecond of server time.
-if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then
-  redis.call('HDEL', KEYS[1], 'o', 'w', 'm')
-  redis.call('HSET', KEYS[1], 'r', ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+-- release), 0 when it did not. Only the owner's fields are removed; the last
+-- fencing token stays for ARGV[3] ms so the next holder's token is larger
+-- even within one microsecond of server time.
+--
+-- Grant: when the wait queue has an entry whose waiter refreshed it within
+-- its lifetime, that queue becomes the owner (o = its queue id) with the next
+-- fencing token, for the entry's grant TTL only; entries found expired on
+-- the way are dropped. The message wakes the grantee, whose confirming
+-- attempt (acquire.lua) turns the grant into its lease with its own TTL. A
+-- grantee that died costs the others the grant TTL, not a lease TTL; one
+-- that missed the message finds the grant by its next periodic attempt,
+-- which comes before the grant TTL ends. The grant happens in the same
+-- step as the release, so nobody can barge in between: this is what makes
+-- the order across processes first come, first served.
+--
+-- Leave: a queue id that is not the owner has its entry removed (its
+-- waiters gave up). A queue id that is the owner gives a grant back: the
+-- lock goes to the next entry, as for any release.
+local h = redis.call('HMGET', KEYS[1], 'o', 'qh', 'qt', 'f')
+if h[1] == ARGV[1] then
+  local granted = false
+  if h[2] then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local last, gone = tonumber(h[3]), {}
+    local seq = tonumber(h[2])
+    while seq <= last and not granted do
+      local f = 'q' .. seq
+      local id = redis.call('HGET', KEYS[1], f)
+      gone[#gone + 1] = f
+      if id then
+        local e = redis.call('HGET', KEYS[1], 'i' .. id)
+        gone[#gone + 1] = 'i' .. id
+        local _, exp, gttl = string.match(e or '', '^(%d+):(%d+):(%d+)$')
+        if exp and tonumber(exp) >= now then
+          local fence = next_fence(h[4], t) -- nextfence.lua, prepended
+          redis.call('HSET', KEYS[1], 'o', id, 'f', fence, 'r', ARGV[1])
+          redis.call('PEXPIRE', KEYS[1], gttl)
+          granted = true
+        end
+      end
+      seq = seq + 1
+    end
+    if seq > last then
+      gone[#gone + 1] = 'qh'
+      gone[#gone + 1] = 'qt'
+    else
+      redis.call('HSET', KEYS[1], 'qh', seq)
+    end
+    gone[#gone + 1] = 'w'
+    gone[#gone + 1] = 'm'
+    redis.call('HDEL', KEYS[1], unpack(gone))
+  end
+  if not granted then
+    redis.call('HDEL', KEYS[1], 'o', 'w', 'm')
+    redis.call('HSET', KEYS[1], 'r', ARGV[1])
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  end
   return 1 + redis.call(ARGV[4], ARGV[2], 'released')
 end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
   return 1
+end
+local e = redis.call('HGET', KEYS[1], 'i' .. ARGV[1])
+if e then
+  redis.call('HDEL', KEYS[1], 'i' .. ARGV[1], 'q' .. string.match(e, '^(%d+):'))
 end
 return 0

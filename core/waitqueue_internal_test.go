@@ -1,0 +1,168 @@
+package core
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/internal/redistest"
+)
+
+// A grantee whose release message is lost (here: its subscription's
+// wake-ups go nowhere, as if the message never came) still finds its grant
+// by its own periodic attempt, before the grant ends: it gets the very
+// token the release granted, after exactly one more attempt.
+func TestGranteeMissedNotification(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, err := New(srv.NewClient())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	rec := &attemptsObserver{contended: make(chan int, 16), ends: make(chan AcquireResult, 1)}
+	waiter, err := New(srv.NewClient(), WithObserver(rec), WithTTL(time.Second)) // grant TTL 1s, attempts every 0.5s
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiter.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	l, err := holder.Acquire(ctx, "missed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := make(chan error, 1)
+	var got *Lease
+	go func() {
+		var err error
+		got, err = waiter.Acquire(ctx, "missed")
+		res <- err
+	}()
+	for n := 0; n < 2; { // refused, then refused after the subscription was confirmed
+		select {
+		case n = <-rec.contended:
+		case <-ctx.Done():
+			t.Fatal("the waiter did not queue")
+		}
+	}
+	// Lose every message from now on.
+	h := waiter.b.(*primary).hub
+	h.mu.Lock()
+	h.subs[waiter.names("missed").channel].wake = make(chan struct{}, 1)
+	h.mu.Unlock()
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g, held, err := holder.Inspect(ctx, "missed")
+	if err != nil || !held || g.Owner != "" {
+		t.Fatalf("after the release: %+v held %v (%v), want granted to the waiter", g, held, err)
+	}
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release(ctx)
+	end := <-rec.ends
+	if end.Attempts != 3 || got.Token() != g.Token {
+		t.Fatalf("acquired after %d attempts with token %d, want 3 attempts and the grant's token %d", end.Attempts, got.Token(), g.Token)
+	}
+}
+
+type attemptsObserver struct {
+	NopObserver
+	contended chan int
+	ends      chan AcquireResult
+}
+
+func (o *attemptsObserver) Contended(_ context.Context, _ AcquireInfo, _ Holder, attempt int) {
+	o.contended <- attempt
+}
+
+func (o *attemptsObserver) AcquireEnd(ctx context.Context, _ AcquireInfo, r AcquireResult) context.Context {
+	o.ends <- r
+	return ctx
+}
+
+// Every script stays idempotent per token with the wait queue: go-redis may
+// re-send one whose reply was lost (MaxRetries). Each step is run twice and
+// must answer the same and leave the same hash.
+func TestWaitQueueScriptsIdempotent(t *testing.T) {
+	srv := redistest.Start(t)
+	p := newPrimary(srv.NewClient(), replicaAck{})
+	defer p.close()
+	ctx := context.Background()
+	n := namesOf("lockkit:v1:k:idem", "lockkit:v1:c:k:idem")
+	hash := func() map[string]string {
+		m, err := srv.Client.HGetAll(ctx, n.key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	twice := func(what string, f func() any) any {
+		t.Helper()
+		a := f()
+		h1 := hash()
+		b := f()
+		h2 := hash()
+		if len(h1) != len(h2) {
+			t.Fatalf("%s re-sent changed the hash: %v then %v", what, h1, h2)
+		}
+		for k, v := range h1 {
+			if k[0] != 'i' && h2[k] != v { // i<queue>: only its expiry moves
+				t.Fatalf("%s re-sent changed %s: %v then %v", what, k, h1, h2)
+			}
+		}
+		if a != b {
+			t.Fatalf("%s re-sent answered %v, then %v", what, a, b)
+		}
+		return a
+	}
+	req := func(token, queue string) acquireReq {
+		return acquireReq{token: token, ttl: 30 * time.Second, owner: "o-" + token, queue: queue}
+	}
+	acq := func(r acquireReq) func() any {
+		return func() any {
+			rep, err := p.acquire(ctx, n, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep.holder.TTL = 0
+			return rep
+		}
+	}
+	rel := func(token string) func() any {
+		return func() any {
+			ok, _, err := p.release(ctx, n, token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok
+		}
+	}
+	first := twice("acquire of a free lock", acq(req("A", ""))).(acquireReply)
+	twice("queueing of B", acq(req("B1", "qB")))
+	twice("queueing of C", acq(req("C1", "qC")))
+	if h := hash(); h["qh"] != "1" || h["qt"] != "2" || h["q1"] != "qB" || h["q2"] != "qC" {
+		t.Fatalf("queue %v, want qB then qC", h)
+	}
+	twice("release granting B", rel("A"))
+	h := hash()
+	if h["o"] != "qB" || h["qh"] != "2" || h["q1"] != "" || h["iqB"] != "" {
+		t.Fatalf("after the release %v, want granted to qB, qC queued", h)
+	}
+	confirm := twice("B's confirming attempt", acq(req("B2", "qB"))).(acquireReply)
+	if !confirm.ok || confirm.fence <= first.fence {
+		t.Fatalf("confirmation %+v after %d", confirm, first.fence)
+	}
+	if h := hash(); h["o"] != "B2" || h["w"] != "o-B2" {
+		t.Fatalf("after the confirmation %v", h)
+	}
+	twice("C leaving the queue", rel("qC"))
+	twice("B's release", rel("B2"))
+	for k := range hash() {
+		if k != "f" && k != "r" {
+			t.Fatalf("the released lock keeps %q: %v", k, hash())
+		}
+	}
+}
