@@ -356,7 +356,7 @@ func (e *noAnswer) As(target any) bool { return e.err != nil && errors.As(e.err,
 // wait queues locally, then, as the head, attempts until the lock is held.
 func (a *acquisition) wait() (err error) {
 	c := a.c
-	w, holder, queue, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters)
+	w, holder, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters)
 	if !ok {
 		a.holder = holder
 		return a.notAcquired(holder)
@@ -367,12 +367,6 @@ func (a *acquisition) wait() (err error) {
 	}
 	a.w = w
 	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
-	if c.b.canHandoff() {
-		// As the head, attempt under the queue's id: a refusal queues the
-		// process in the lock's wait queue in Redis (not under Redlock,
-		// where a grant would need a majority round of its own).
-		a.req.queue = queue
-	}
 
 	// Attempts run in the Observer's context (Redis client spans nest under
 	// the acquire span), bounded by the wait budget too; the same context's
@@ -415,7 +409,11 @@ func (a *acquisition) wait() (err error) {
 		return fallback.C
 	}
 	for {
-		c.beforeAttempt(a.names.key)
+		// As the head, attempt under the queue's id once it has one: a
+		// refusal then queues the process in the lock's wait queue in Redis
+		// (never under Redlock, where a grant would need a majority round
+		// of its own: canHandoff).
+		a.req.queue = c.beforeAttempt(a.names.key)
 		if wake != nil {
 			drain(wake)
 		}

@@ -59,7 +59,8 @@ func queueArgs(ttl time.Duration) (life, grant any) {
 // instead of one per cycle. Fields are guarded by Client.qmu.
 type keyQueue struct {
 	// id names this queue in the lock's wait queue in Redis; a grant makes
-	// it the lock's owner until the head's attempt confirms it.
+	// it the lock's owner until the head's attempt confirms it. Made when
+	// an attempt first meets the lock held (refused).
 	id    string
 	names redisNames
 	// inRedis: the queue may have an entry in Redis (a refused or failed
@@ -123,7 +124,7 @@ type grant struct {
 func (c *Client) queue(n redisNames) *keyQueue {
 	q := c.queues[n.key]
 	if q == nil {
-		q = &keyQueue{id: newToken(), names: n}
+		q = &keyQueue{names: n}
 		q.waiters = q.buf[:0]
 		c.queues[n.key] = q
 	}
@@ -131,14 +132,13 @@ func (c *Client) queue(n redisNames) *keyQueue {
 }
 
 // enqueue adds a waiter; false when maxWaiters (> 0) are already waiting.
-// holder is the local holder when the waiter queues behind one. queue is
-// the id the queue has in Redis's wait queue.
-func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waiter, holder Holder, queue string, ok bool) {
+// holder is the local holder when the waiter queues behind one.
+func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waiter, holder Holder, ok bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queue(n)
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
-		return nil, q.holder, "", false
+		return nil, q.holder, false
 	}
 	if q.w0.turn == nil {
 		w = &q.w0 // a new queue (w0 is never reused: a queue is dropped once empty)
@@ -153,7 +153,7 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waite
 	if q.held > 0 {
 		holder = q.holder
 	}
-	return w, holder, q.id, true
+	return w, holder, true
 }
 
 // dequeue removes w after its acquire ended; acquired: it now holds the
@@ -289,6 +289,12 @@ func (c *Client) refused(rkey string, queued bool) {
 		q.seen++
 		q.contended = true
 		q.inRedis = q.inRedis || queued
+		if q.id == "" && c.b.canHandoff() {
+			// Contended: from the next attempt on, the head waits in
+			// Redis's wait queue under this id (an uncontended acquire
+			// never makes one).
+			q.id = newToken()
+		}
 	}
 }
 
@@ -333,13 +339,16 @@ func (c *Client) localRelease(rkey string) {
 
 // beforeAttempt is called by the head before each attempt: it marks the
 // "held" the head last heard as being asked again (a waiter that queues
-// from now on has not seen it).
-func (c *Client) beforeAttempt(rkey string) {
+// from now on has not seen it), and returns the id the head attempts
+// under ("" until the queue met the lock held).
+func (c *Client) beforeAttempt(rkey string) (queue string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
 		q.contended = false
+		queue = q.id
 	}
+	return queue
 }
 
 // settle wakes the head when the lock is not held locally and drops the
