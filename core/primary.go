@@ -116,27 +116,27 @@ func ms(d time.Duration) int64 {
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
 	life, grant := queueArgs(r.ttl)
-	var res []any
-	var err error
+	var cmd *redis.Cmd
 	if p.ack.replicas == 0 {
-		res, err = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant}).Slice()
+		cmd = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant})
 	} else {
-		res, err = p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant).Slice()
+		cmd = p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant)
 	}
+	v, err := cmd.Result()
 	if err != nil {
 		return acquireReply{}, err
 	}
-	return parseAcquire(res)
+	return parseAcquire(v)
 }
 
-func parseAcquire(res []any) (acquireReply, error) {
-	if len(res) < 2 {
-		return acquireReply{}, fmt.Errorf("lockkit: unexpected acquire reply %v", res)
+// parseAcquire reads acquire.lua's reply: the fence when acquired, the
+// holder's description when not.
+func parseAcquire(v any) (acquireReply, error) {
+	if fence, ok := v.(int64); ok && fence > 0 {
+		return acquireReply{ok: true, fence: fence}, nil
 	}
-	if asInt(res[0]) == 1 {
-		return acquireReply{ok: true, fence: asInt(res[1])}, nil
-	}
-	if len(res) < 5 {
+	res, _ := v.([]any)
+	if len(res) < 5 || asInt(res[0]) != 0 {
 		return acquireReply{}, fmt.Errorf("lockkit: unexpected acquire reply %v", res)
 	}
 	return acquireReply{holder: Holder{

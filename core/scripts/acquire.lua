@@ -13,11 +13,14 @@
 -- ARGV[7]  grant TTL (ms): how long a release's grant to this queue waits
 --          for its confirming attempt
 --
--- Returns {1, fence} when the caller now holds the lock, also when this is a
+-- Returns the fence (an integer) when the caller now holds the lock — one
+-- integer is the cheapest reply to send and to read, on the path every
+-- request takes — also when this is a
 -- re-send of an acquire that already succeeded (same token: harmless, it only
 -- refreshes the expiry), and when a release had granted the lock to the
 -- caller's queue (this attempt confirms the grant: the fence is the grant's,
--- and the lease's TTL starts now, with this round trip). Returns {0, owner,
+-- and the lease's TTL starts now, with this round trip). Fences stay below
+-- 2^53, exact as a Lua number. Returns {0, owner,
 -- metadata, pttl, fence} when another token holds it, so a waiter learns who
 -- it waits for in the same round trip; with a queue id the caller's queue
 -- is then in the wait queue (appended, or its entry refreshed).
@@ -36,13 +39,13 @@ local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'i' .. ARGV[5])
 local o = h[1]
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, h[2]}
+  return tonumber(h[2])
 end
 if o and o == ARGV[5] then
   -- Granted to this queue by a release: the grant becomes this lease.
   redis.call('HSET', KEYS[1], 'o', ARGV[1], 'w', ARGV[3], 'm', ARGV[4])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return {1, h[2]}
+  return tonumber(h[2])
 end
 if o then
   local x = redis.call('HMGET', KEYS[1], 'w', 'm', 'qt')
@@ -71,4 +74,4 @@ end
 local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return {1, fence}
+return tonumber(fence)
