@@ -38,7 +38,8 @@ var scenarios = []scenario{
 // (go-redis libraries) and allocations; every cycle is checked by an
 // overlap witness and the benchmark fails on an overlap. With several
 // replicas (S6) also: min-share, the least-served replica's cycles over the
-// mean per replica (1 = even); ceiling-cycles/s, keys / (sleep + ping), the
+// mean per replica (1 = even). With a critical section (S4–S6) also:
+// ceiling-cycles/s, keys / (sleep + ping), the
 // most a lock handed on in one round trip could give, with its two inputs
 // measured before the timed part, each the median of 101: sleep-ms, what
 // time.Sleep(cs) really takes, and ping-ms, one PING round trip; and hold-ms,
@@ -87,7 +88,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		}
 	}
 	var sleep, ping time.Duration
-	if sc.replicas > 1 {
+	if sc.cs > 0 {
 		sleep, ping = calibrate(b, srv, sc.cs)
 	}
 	var (
@@ -166,6 +167,8 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 			least = min(least, served[r].Load())
 		}
 		b.ReportMetric(float64(least)/(cycles/float64(sc.replicas)), "min-share")
+	}
+	if sc.cs > 0 {
 		b.ReportMetric(float64(sc.keys)/(sleep+ping).Seconds(), "ceiling-cycles/s")
 		b.ReportMetric(ms(sleep), "sleep-ms")
 		b.ReportMetric(ms(ping), "ping-ms")
