@@ -3,6 +3,11 @@
 // works on a machine with no Redis at all. It knows nothing of any web
 // framework; the gin, echo, gRPC and otel examples and the demo share it.
 //
+// REDIS_URL may name one server, a Redis Cluster or a Sentinel group, in
+// go-redis's URL forms (see Target): a service that outgrows one Redis
+// keeps its binary and changes its URL. ParseURL is the one place a URL
+// becomes a client.
+//
 // miniredis does not expire keys by itself (its clock only moves when told
 // to), so the embedded server gets a ticker that advances it in real time:
 // lock TTLs then run out as they would on a real Redis, which is what a
