@@ -111,11 +111,16 @@ func Open(ctx context.Context, url string) (*Redis, error) {
 }
 
 // desc is the startup line's "locks on ..." for a target.
+// A startup line names the first two addresses of a longer list: the rest
+// add nothing to "where are my locks".
 func desc(t *Target) string {
 	addrs := strings.Join(t.Addrs, ", ")
+	if n := len(t.Addrs); n > 2 {
+		addrs = fmt.Sprintf("%s, %s and %d more", t.Addrs[0], t.Addrs[1], n-2)
+	}
 	switch t.Kind {
 	case Cluster:
-		return "Redis Cluster through " + addrs + " (shard channels for release notifications)"
+		return "Redis Cluster through " + addrs + " (releases announced on shard channels)"
 	case Sentinel:
 		return fmt.Sprintf("redis master %q through the sentinels at %s", t.MasterName, addrs)
 	}
