@@ -169,7 +169,9 @@ func parse(raw string) (parsed, error) {
 		default:
 			return parsed{}, fmt.Errorf("cluster=%q: want true or false", v)
 		}
-		q.Del("cluster")
+		q.Del("cluster") // not go-redis's: its parsers get the URL without it
+		u.RawQuery = q.Encode()
+		raw = u.String()
 	}
 	for _, a := range q["addr"] {
 		if a == "" {
@@ -211,7 +213,7 @@ func parse(raw string) (parsed, error) {
 		if strings.Trim(u.Path, "/") != "" && strings.Trim(u.Path, "/") != "0" {
 			return parsed{}, fmt.Errorf("database %q: a Redis Cluster has database 0 only", strings.Trim(u.Path, "/"))
 		}
-		u.Path, u.RawPath, u.RawQuery = "", "", q.Encode()
+		u.Path, u.RawPath = "", "" // ParseClusterURL ignores it: 0 or nothing, checked above
 		o, err := redis.ParseClusterURL(u.String())
 		if err != nil {
 			return parsed{}, err
@@ -219,10 +221,6 @@ func parse(raw string) (parsed, error) {
 		return parsed{cluster: o}, nil
 	case more:
 		return parsed{}, errors.New("addr= with cluster=false: more addresses are a cluster's nodes (cluster=true) or sentinels (master_name=)")
-	}
-	if hasCluster { // cluster=false: the rest is a single server's URL
-		u.RawQuery = q.Encode()
-		raw = u.String()
 	}
 	o, err := redis.ParseURL(raw)
 	if err != nil {

@@ -42,6 +42,7 @@ func TestParseURL(t *testing.T) {
 		// A Sentinel group: go-redis's ParseFailoverURL (master_name=).
 		{url: "redis://s:1?master_name=mymaster", kind: embedded.Sentinel, addrs: []string{"s:1"}, master: "mymaster"},
 		{url: "redis://su:sp@s:1/2?master_name=m&addr=s:2&addr=s:3&password=pw", kind: embedded.Sentinel, addrs: []string{"s:1", "s:2", "s:3"}, master: "m", db: 2},
+		{url: "redis://s:1?master_name=m&cluster=false", kind: embedded.Sentinel, addrs: []string{"s:1"}, master: "m"},
 		{url: "rediss://s:1?master_name=m&db=4", kind: embedded.Sentinel, addrs: []string{"s:1"}, master: "m", db: 4, tls: true},
 
 		{url: "http://h:1", err: `unknown scheme "http"`},
