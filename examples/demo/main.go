@@ -8,6 +8,8 @@
 //
 //	go -C examples run ./demo
 //	REDIS_URL=redis://127.0.0.1:6379/0 go -C examples run ./demo -duration 10s
+//	REDIS_URL='redis://10.0.0.1:6379?addr=10.0.0.2:6379&addr=10.0.0.3:6379' go -C examples run ./demo   # a Redis Cluster
+//	REDIS_URL='redis://10.0.0.1:26379?master_name=orders&addr=10.0.0.2:26379' go -C examples run ./demo # a Sentinel group
 //	go -C examples run ./demo -nolock     # the same traffic without the lock: the witness fails
 //
 // For a few seconds many clients pay, refund and ship a few hot orders and
@@ -24,8 +26,12 @@
 // no write with a stale token accepted, nothing (no pay, refund, ship or
 // other stream) inside an import or export of its order.
 //
-// As in every example, REDIS_URL is the Redis and -redis overrides it; the
-// replicas listen on loopback ports of the demo's choosing (no ADDR).
+// As in every example, REDIS_URL is the Redis and -redis overrides it, in
+// any of go-redis's URL forms: one server, a Redis Cluster (addr= for more
+// nodes, or cluster=true with one), or the master of a Sentinel group
+// (master_name=); see embedded.Target. The same binary moves from one Redis
+// to a cluster by its URL alone. The replicas listen on loopback ports of
+// the demo's choosing (no ADDR).
 //
 // Exit status: 0 when the witness holds, 1 when it fails, 2 when the demo
 // could not run (bad flag, Redis unreachable).

@@ -24,7 +24,7 @@ import (
 type replica struct {
 	name, proto string // "gin", "http"
 	addr        string
-	rdb         *redis.Client
+	rdb         redis.UniversalClient
 	lock        *core.Client
 	stats       *lockStats
 	stop        func(context.Context) error // stops serving, waiting for requests in flight

@@ -3,6 +3,11 @@
 // works on a machine with no Redis at all. It knows nothing of any web
 // framework; the gin, echo, gRPC and otel examples and the demo share it.
 //
+// REDIS_URL may name one server, a Redis Cluster or a Sentinel group, in
+// go-redis's URL forms (see Target): a service that outgrows one Redis
+// keeps its binary and changes its URL. ParseURL is the one place a URL
+// becomes a client.
+//
 // miniredis does not expire keys by itself (its clock only moves when told
 // to), so the embedded server gets a ticker that advances it in real time:
 // lock TTLs then run out as they would on a real Redis, which is what a
@@ -50,74 +55,96 @@ const tick = 50 * time.Millisecond
 // Redis is a connected go-redis client and, when embedded, the miniredis
 // behind it.
 type Redis struct {
-	// Client has ContextTimeoutEnabled, as core.New requires, MaxRetries
-	// -1 and bounded dial and I/O timeouts (see bounded).
-	Client *redis.Client
+	// Client is a *redis.Client (one server, or the master of a Sentinel
+	// group) or a *redis.ClusterClient, as the URL's Target.Kind says; it
+	// has ContextTimeoutEnabled, as core.New requires, MaxRetries -1 and
+	// bounded dial and I/O timeouts (see bound).
+	Client redis.UniversalClient
+	// Target is what the URL names (for the embedded server, a Standalone
+	// target at its address).
+	Target *Target
 	// Desc says where the data lives, for the startup line.
 	Desc string
 	// Embedded is true when no URL was given.
 	Embedded bool
 
-	opts func() *redis.Options // fresh options for NewClient
 	mr   *miniredis.Miniredis
 	stop chan struct{}
 	done sync.WaitGroup
 }
 
-// Open connects to url ("redis://host:port/db", see redis.ParseURL), or
-// starts an embedded miniredis when url is "". The connection is checked
-// with a PING bounded by ctx. Its errors say which Redis failed, the one
-// the URL names or the embedded one, since "cannot reach" means something
-// else for each; and they never show the URL's user or password.
+// Open connects to url, in any of the forms Target lists (one server, a
+// Redis Cluster, a Sentinel group), or starts an embedded miniredis when url
+// is "". The connection is checked with a PING bounded by ctx, and a
+// single-server URL that names a sentinel or a cluster node is refused with
+// what to add to it. Its errors say which Redis failed, the one the URL
+// names or the embedded one, since "cannot reach" means something else for
+// each; and they never show the URL's user or password.
 func Open(ctx context.Context, url string) (*Redis, error) {
 	if url == "" {
 		return openEmbedded()
 	}
-	if _, err := redis.ParseURL(url); err != nil {
+	t, err := ParseURL(url)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", urlSource, parseError(url))
 	}
-	opts := func() *redis.Options {
-		opt, _ := redis.ParseURL(url) // checked above
-		return bounded(opt)
-	}
-	r := &Redis{Client: redis.NewClient(opts()), opts: opts}
-	addr := r.Client.Options().Addr
-	r.Desc = "redis at " + addr
+	r := &Redis{Client: t.NewClient(), Target: t}
+	r.Desc = desc(t)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := r.Client.Ping(pctx).Err(); err != nil {
+	err = r.Client.Ping(pctx).Err()
+	if err == nil && t.Kind == Standalone {
+		err = notPlain(pctx, r.Client)
+	}
+	if err != nil {
 		_ = r.Client.Close()
 		hint := ""
-		if r.Client.Options().TLSConfig != nil && isTimeout(err) {
+		switch {
+		case t.TLS && isTimeout(err):
 			hint = " (rediss:// speaks TLS: does the server take TLS on that port?)"
+		case t.Kind == Cluster && strings.Contains(err.Error(), "cluster support disabled"):
+			hint = " (cluster=true and addr= are for a Redis Cluster; a single server takes redis://host:port/db)"
 		}
-		return nil, fmt.Errorf("cannot reach the Redis at %s named by %s%s: %w", addr, urlSource, hint, err)
+		return nil, fmt.Errorf("cannot reach %s named by %s%s: %w", t.where(), urlSource, hint, err)
 	}
 	return r, nil
 }
 
-// bounded sets what every client of the examples has: ContextTimeoutEnabled
-// (core.New requires it); MaxRetries -1, the project's choice of no hidden
-// re-sends; one dial attempt instead of go-redis's five; dial, read and
-// write timeouts of seconds; and a dialer that ends a TLS handshake with its
-// context.
-func bounded(o *redis.Options) *redis.Options {
-	o.ContextTimeoutEnabled = true
-	if o.MaxRetries == 0 {
-		o.MaxRetries = -1
+// desc is the startup line's "locks on ..." for a target.
+// A startup line names the first two addresses of a longer list: the rest
+// add nothing to "where are my locks".
+func desc(t *Target) string {
+	addrs := strings.Join(t.Addrs, ", ")
+	if n := len(t.Addrs); n > 2 {
+		addrs = fmt.Sprintf("%s, %s and %d more", t.Addrs[0], t.Addrs[1], n-2)
 	}
-	o.DialerRetries = 1
-	if o.DialTimeout == 0 {
-		o.DialTimeout = dialTimeout
+	switch t.Kind {
+	case Cluster:
+		return "Redis Cluster through " + addrs + " (releases announced on shard channels)"
+	case Sentinel:
+		return fmt.Sprintf("redis master %q through the sentinels at %s", t.MasterName, addrs)
 	}
-	if o.ReadTimeout == 0 {
-		o.ReadTimeout = ioTimeout
+	return "redis at " + addrs
+}
+
+// notPlain refuses a server that answers PING but is not a plain Redis: a
+// sentinel takes no lock commands, and a cluster node, given as a single
+// server, would answer MOVED for the locks in other nodes' slots. Both are
+// what a URL written for the wrong client looks like, so the error says
+// what to add. A server that does not answer INFO (an ACL user without it)
+// is taken as it is.
+func notPlain(ctx context.Context, c redis.UniversalClient) error {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return nil
 	}
-	if o.WriteTimeout == 0 {
-		o.WriteTimeout = ioTimeout
+	switch {
+	case strings.Contains(info, "redis_mode:sentinel"):
+		return errors.New("the server is a sentinel, not a Redis: add master_name=<the master's name> to reach the master it watches")
+	case strings.Contains(info, "redis_mode:cluster"):
+		return errors.New("the server is a Redis Cluster node: add cluster=true (or addr= for more nodes) so that each lock goes to the node that serves its slot")
 	}
-	o.Dialer = dialer(o.DialTimeout, o.TLSConfig)
-	return o
+	return nil
 }
 
 // dialer dials like go-redis's own dialer, but for TLS: go-redis uses
@@ -149,7 +176,7 @@ func isTimeout(err error) bool {
 // environment's value because -h prints defaults, and a URL may carry a
 // password.
 func URLFlag(fs *flag.FlagSet, getenv func(string) string) func() string {
-	v := fs.String("redis", "", "Redis URL, redis://[user:password@]host:port[/db] or rediss://... (default $"+EnvURL+"; empty: an embedded miniredis)")
+	v := fs.String("redis", "", "Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS); a cluster: redis://host:port?cluster=true[&addr=host:port...]; a Sentinel group: redis://host:port?master_name=NAME[&addr=host:port...] (default $"+EnvURL+"; empty: an embedded miniredis)")
 	return func() string {
 		set := false
 		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "redis" })
@@ -160,11 +187,15 @@ func URLFlag(fs *flag.FlagSet, getenv func(string) string) func() string {
 	}
 }
 
-// Redact returns url with its userinfo (user and password) masked, for any
-// message that shows a Redis URL. It works on the text, not on a parsed URL,
-// so that a URL that does not parse is masked too: everything between "://"
-// (or the start, without one) and the last "@" is replaced.
+// Redact returns url with its secrets masked, for any message that shows a
+// Redis URL: its userinfo (user and password, the sentinels' in a Sentinel
+// URL) and the value of any query parameter whose name has "password" in it
+// (a Sentinel URL's password= is the master's). It works on the text, not on
+// a parsed URL, so that a URL that does not parse is masked too: a
+// password parameter's value up to the next '&' or '#', then everything
+// between "://" (or the start, without one) and the last "@".
 func Redact(url string) string {
+	url = redactParams(url)
 	at := strings.LastIndex(url, "@")
 	if at < 0 {
 		return url
@@ -176,15 +207,42 @@ func Redact(url string) string {
 	return url[:start] + "xxxxx" + url[at:]
 }
 
-// parseError says why url does not parse without showing its userinfo.
-// The parser's own errors quote the URL, or a piece of it (a password with
-// a '/' in it is read as host and port): so the error is the one of the
-// redacted URL, which has everything but the secret; when that one parses,
-// the fault is in the userinfo, and that is all the error says.
+// redactParams masks the value of every password parameter: a name with
+// "password" in it, after a '?' or '&', up to its '='.
+func redactParams(url string) string {
+	var b strings.Builder
+	for i := 0; i < len(url); {
+		j := strings.IndexAny(url[i:], "?&")
+		if j < 0 {
+			b.WriteString(url[i:])
+			break
+		}
+		j += i + 1 // the parameter starts after its '?' or '&'
+		b.WriteString(url[i:j])
+		end := len(url)
+		if k := strings.IndexAny(url[j:], "&#"); k >= 0 {
+			end = j + k
+		}
+		name, _, hasValue := strings.Cut(url[j:end], "=")
+		if hasValue && strings.Contains(strings.ToLower(name), "password") {
+			b.WriteString(name + "=xxxxx")
+		} else {
+			b.WriteString(url[j:end])
+		}
+		i = end
+	}
+	return b.String()
+}
+
+// parseError says why url does not parse without showing its secrets. The
+// parsers' own errors quote the URL, or a piece of it (a password with a
+// '/' in it is read as host and port): so the error is the one of the
+// redacted URL, which has everything but the secrets; when that one
+// parses, the fault is in the userinfo, and that is all the error says.
 func parseError(url string) error {
 	red := Redact(url)
-	if _, err := redis.ParseURL(red); err != nil {
-		return fmt.Errorf("%q is not a Redis URL (redis://[user:password@]host:port[/db], or rediss:// for TLS): %w", red, err)
+	if _, err := ParseURL(red); err != nil {
+		return fmt.Errorf("%q is not a Redis URL (redis://[user:password@]host:port[/db], rediss:// for TLS, cluster=true or addr= for a cluster, master_name= for Sentinel): %w", red, err)
 	}
 	return fmt.Errorf("%q: its user or password does not parse (percent-encode characters such as / ? # %% in them)", red)
 }
@@ -194,10 +252,10 @@ func openEmbedded() (*Redis, error) {
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("cannot start the embedded miniredis (%s unset): %w", urlSource, err)
 	}
-	opts := func() *redis.Options { return bounded(&redis.Options{Addr: mr.Addr()}) }
+	t := &Target{Kind: Standalone, Addrs: []string{mr.Addr()}, url: "redis://" + mr.Addr()}
 	r := &Redis{
-		Client:   redis.NewClient(opts()),
-		opts:     opts,
+		Client:   t.NewClient(),
+		Target:   t,
 		Desc:     "embedded miniredis at " + mr.Addr() + " (set " + EnvURL + " to use a real Redis)",
 		Embedded: true,
 		mr:       mr,
@@ -208,11 +266,12 @@ func openEmbedded() (*Redis, error) {
 	return r, nil
 }
 
-// NewClient returns another go-redis client of the same server, with its
-// own connection pool: what a second replica of a service would have. The
-// caller closes it (before Close). Its options are made afresh, not copied
-// from Client: go-redis options carry per-client state (push handlers).
-func (r *Redis) NewClient() *redis.Client { return redis.NewClient(r.opts()) }
+// NewClient returns another go-redis client of the same Redis (of the same
+// kind as Client), with its own connection pool: what a second replica of a
+// service would have. The caller closes it (before Close). Its options are
+// made afresh, not copied from Client: go-redis options carry per-client
+// state (push handlers).
+func (r *Redis) NewClient() redis.UniversalClient { return r.Target.NewClient() }
 
 // advance moves miniredis's clock with the real one, so TTLs expire.
 func (r *Redis) advance() {

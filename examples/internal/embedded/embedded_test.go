@@ -64,6 +64,16 @@ func TestEmbeddedExpiresInRealTime(t *testing.T) {
 	_ = l2.Release(ctx)
 }
 
+// single is c as the *redis.Client a single-server URL gives.
+func single(t *testing.T, c redis.UniversalClient) *redis.Client {
+	t.Helper()
+	s, ok := c.(*redis.Client)
+	if !ok {
+		t.Fatalf("client %T, want *redis.Client", c)
+	}
+	return s
+}
+
 func TestOpenURL(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -73,8 +83,8 @@ func TestOpenURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if r.Embedded || !r.Client.Options().ContextTimeoutEnabled {
-		t.Fatalf("embedded %v, ContextTimeoutEnabled %v", r.Embedded, r.Client.Options().ContextTimeoutEnabled)
+	if r.Embedded || !single(t, r.Client).Options().ContextTimeoutEnabled {
+		t.Fatalf("embedded %v, ContextTimeoutEnabled %v", r.Embedded, single(t, r.Client).Options().ContextTimeoutEnabled)
 	}
 	if _, err := core.New(r.Client); err != nil {
 		t.Fatal(err)
@@ -99,8 +109,8 @@ func TestNewClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := r.NewClient()
-		if c.Options() == r.Client.Options() || !c.Options().ContextTimeoutEnabled || c.Options().Addr != r.Client.Options().Addr {
+		c := single(t, r.NewClient())
+		if c.Options() == single(t, r.Client).Options() || !c.Options().ContextTimeoutEnabled || c.Options().Addr != single(t, r.Client).Options().Addr {
 			t.Errorf("%q: options shared or different: %+v", url, c.Options())
 		}
 		if err := c.Set(ctx, "k", url, 0).Err(); err != nil {
@@ -135,6 +145,11 @@ func TestOpenNeverPrintsUserinfo(t *testing.T) {
 		"alice:hunterA@127.0.0.1:6379",
 		"redis://alice:hunterA@" + dead,
 		"rediss://alice:hunterA@" + dead,
+		"redis://alice:hunterA@127.0.0.1:1?master_name=m&password=hunterB&nope=1",
+		"redis://alice:hunterA@127.0.0.1:1?master_name=m&password=hunter%zz",
+		"redis://alice:hunterA@" + dead + "?master_name=m&password=hunterB",
+		"redis://alice:hunterA@" + dead + "?cluster=true",
+		"redis://alice:hunterA@127.0.0.1:1?cluster=maybe",
 	} {
 		_, err := embedded.Open(ctx, url)
 		if err == nil {
@@ -157,6 +172,10 @@ func TestRedact(t *testing.T) {
 		"alice:pw@h:1":                         "xxxxx@h:1",
 		"":                                     "",
 		"unix://alice:pw@/run/redis.sock?db=1": "unix://xxxxx@/run/redis.sock?db=1",
+		// A Sentinel URL: the userinfo is the sentinels', password= the master's.
+		"redis://s:pw@h:1?master_name=m&password=pw2&addr=h:2": "redis://xxxxx@h:1?master_name=m&password=xxxxx&addr=h:2",
+		"redis://h:1?password=a@b&sentinel_password=c#f":       "redis://h:1?password=xxxxx&sentinel_password=xxxxx#f",
+		"redis://h:1?addr=h:2&cluster=true":                    "redis://h:1?addr=h:2&cluster=true",
 	} {
 		if got := embedded.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
@@ -215,10 +234,10 @@ func TestClientOptions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := r.NewClient()
+		c := single(t, r.NewClient())
 		// (A client's Options are normalised: MaxRetries -1 reads 0, an
 		// unset MaxRetries 3.)
-		for _, o := range []*redis.Options{r.Client.Options(), c.Options()} {
+		for _, o := range []*redis.Options{single(t, r.Client).Options(), c.Options()} {
 			if !o.ContextTimeoutEnabled || o.MaxRetries != 0 || o.DialerRetries != 1 ||
 				o.DialTimeout <= 0 || o.DialTimeout > 5*time.Second ||
 				o.ReadTimeout <= 0 || o.ReadTimeout > 5*time.Second || o.WriteTimeout <= 0 || o.WriteTimeout > 5*time.Second {
