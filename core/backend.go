@@ -87,7 +87,7 @@ type renewal struct {
 type notifier interface {
 	// subscribe takes a reference on channel's notifications; wake is poked
 	// on every release message and every (re)confirmation of the subscription.
-	subscribe(channel string, wake chan struct{}) (waitSub, error)
+	subscribe(channel string, wake chan struct{}, id string) (waitSub, error)
 	close()
 }
 

@@ -49,6 +49,9 @@ type subscription struct {
 	isConfirmed  bool // the server confirmed it on the current connection
 	// wake gets a value on each release message and each (re)confirmation.
 	wake chan struct{}
+	// id is the subscribing queue's id in the lock's wait queue ("" when
+	// it has none): a grant to another queue does not wake it.
+	id string
 }
 
 func newHub(rdb redis.UniversalClient) *hub {
@@ -57,8 +60,9 @@ func newHub(rdb redis.UniversalClient) *hub {
 }
 
 // subscribe takes a reference on channel; the first one subscribes. wake is
-// poked on each release message and each (re)confirmation.
-func (h *hub) subscribe(channel string, wake chan struct{}) (waitSub, error) {
+// poked on each release message (but a grant to another queue than id: see
+// grantedElsewhere) and each (re)confirmation.
+func (h *hub) subscribe(channel string, wake chan struct{}, id string) (waitSub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -77,7 +81,7 @@ func (h *hub) subscribe(channel string, wake chan struct{}) (waitSub, error) {
 		h.subs[channel] = s
 	}
 	if s.refs == 0 {
-		s.wake = wake
+		s.wake, s.id = wake, id
 	}
 	s.refs++
 	switch {
@@ -196,7 +200,7 @@ func (h *hub) reader() {
 		backoff, pinged = 0, false
 		switch m := msg.(type) {
 		case *redis.Message:
-			h.deliver(m.Channel)
+			h.deliver(m.Channel, m.Payload)
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe":
@@ -208,14 +212,22 @@ func (h *hub) reader() {
 	}
 }
 
+// grantedElsewhere reports a release message that granted the lock to
+// another process's queue (payload "g:<queue id>", release.lua): only the
+// grantee needs to wake; the other heads keep their places, refreshed by
+// their periodic attempts. A plain release ("released") wakes every head.
+func grantedElsewhere(payload, id string) bool {
+	return len(payload) > 2 && payload[:2] == "g:" && payload[2:] != id
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func (h *hub) deliver(channel string) {
+func (h *hub) deliver(channel, payload string) {
 	h.mu.Lock()
-	if s := h.subs[channel]; s != nil {
+	if s := h.subs[channel]; s != nil && !grantedElsewhere(payload, s.id) {
 		s.poke()
 	}
 	h.mu.Unlock()

@@ -74,6 +74,7 @@ type shardSub struct {
 	slot    int
 	refs    int
 	wake    chan struct{}
+	id      string // as subscription.id
 	// conn is the connection the channel's last SSUBSCRIBE or SUNSUBSCRIBE
 	// went to (nil: none, or that connection is gone). sent: the last was
 	// SSUBSCRIBE. pendingUnsub: SUNSUBSCRIBEs on conn not yet answered; an
@@ -111,7 +112,7 @@ func newShardHub(rdb *redis.ClusterClient) *shardHub {
 
 // subscribe takes a reference on channel; the first one subscribes. wake is
 // poked on each release message and each (re)confirmation.
-func (h *shardHub) subscribe(channel string, wake chan struct{}) (waitSub, error) {
+func (h *shardHub) subscribe(channel string, wake chan struct{}, id string) (waitSub, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -128,7 +129,7 @@ func (h *shardHub) subscribe(channel string, wake chan struct{}) (waitSub, error
 		h.subs[channel] = s
 	}
 	if s.refs == 0 {
-		s.wake = wake
+		s.wake, s.id = wake, id
 	}
 	s.refs++
 	switch {
@@ -369,7 +370,7 @@ func (h *shardHub) reader(c *shardConn) {
 		pinged = false
 		switch m := msg.(type) {
 		case *redis.Message:
-			h.deliver(m.Channel)
+			h.deliver(m.Channel, m.Payload)
 		case *redis.Subscription:
 			switch m.Kind {
 			case "ssubscribe":
@@ -381,9 +382,9 @@ func (h *shardHub) reader(c *shardConn) {
 	}
 }
 
-func (h *shardHub) deliver(channel string) {
+func (h *shardHub) deliver(channel, payload string) {
 	h.mu.Lock()
-	if s := h.subs[channel]; s != nil && s.refs > 0 {
+	if s := h.subs[channel]; s != nil && s.refs > 0 && !grantedElsewhere(payload, s.id) {
 		s.poke()
 	}
 	h.mu.Unlock()

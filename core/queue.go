@@ -385,7 +385,7 @@ func (c *Client) subscribe(n redisNames) (chan struct{}, error) {
 		if q.wake == nil {
 			q.wake = make(chan struct{}, 1)
 		}
-		s, err := c.b.notifications().subscribe(n.channel, q.wake)
+		s, err := c.b.notifications().subscribe(n.channel, q.wake, q.id)
 		if err != nil {
 			return nil, err
 		}

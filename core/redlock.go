@@ -307,10 +307,10 @@ func (q *quorum) notifications() notifier { return q }
 
 // subscribe fans a channel's subscription out to every node's hub, all
 // poking the same wake channel.
-func (q *quorum) subscribe(channel string, wake chan struct{}) (waitSub, error) {
+func (q *quorum) subscribe(channel string, wake chan struct{}, id string) (waitSub, error) {
 	qs := &quorumSub{}
 	for _, p := range q.nodes {
-		s, err := p.hub.subscribe(channel, wake)
+		s, err := p.hub.subscribe(channel, wake, id)
 		if err != nil {
 			qs.unsubscribe()
 			return nil, err

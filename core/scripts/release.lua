@@ -14,6 +14,9 @@
 -- fencing token stays for ARGV[3] ms so the next holder's token is larger
 -- even within one microsecond of server time.
 --
+-- The message is 'released', or 'g:<queue id>' after a grant: the other
+-- queued processes' heads need not wake for a lock they did not get.
+--
 -- Grant: when the wait queue has an entry whose waiter refreshed it within
 -- its lifetime, that queue becomes the owner (o = its queue id) with the next
 -- fencing token, for the entry's grant TTL only; entries found expired on
@@ -48,7 +51,7 @@ if h[1] == ARGV[1] then
           local fence = next_fence(h[4], t) -- nextfence.lua, prepended
           redis.call('HSET', KEYS[1], 'o', id, 'f', fence, 'r', ARGV[1])
           redis.call('PEXPIRE', KEYS[1], gttl)
-          granted = true
+          granted = id
         end
       end
       seq = seq + 1
@@ -68,7 +71,7 @@ if h[1] == ARGV[1] then
     redis.call('HSET', KEYS[1], 'r', ARGV[1])
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
-  return 1 + redis.call(ARGV[4], ARGV[2], 'released')
+  return 1 + redis.call(ARGV[4], ARGV[2], granted and ('g:' .. granted) or 'released')
 end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
   return 1
