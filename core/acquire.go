@@ -214,8 +214,8 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	sent := time.Now()
 	rep, err := a.c.b.acquire(ctx, a.names, a.req)
 	if err != nil {
-		if !isDialError(err) { // the script may have run: give our token back
-			a.c.releaseLater(a.names, a.req.token)
+		if mayHaveRun(err) { // the script may have run: give our token back
+			a.c.releaseAfter(a.names, a.req.token, err)
 			if a.req.queue != "" { // and it may have queued us in Redis
 				a.queued = true
 				a.c.inWaitQueue(a.names.key, true)
@@ -251,6 +251,9 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 // the wait budget if it ended during the call (budgetOver), and otherwise
 // Redis failed (ErrUnavailable).
 func (a *acquisition) callErr(ctx context.Context, err error) error {
+	if errors.Is(err, ErrClosed) { // the Client closed while the call queued
+		return ErrClosed
+	}
 	if ctxEnded(a.ctx) != nil {
 		return a.ctxErr()
 	}
@@ -505,6 +508,37 @@ func drain(ch chan struct{}) {
 	}
 }
 
+// mayHaveRun: a call that failed with err may still have run on Redis
+// (a timeout, a lost reply), so its token must be given back; not when it
+// never left this process (a refused dial, a call that waited to share a
+// round trip and was never sent, or was failed by Close).
+func mayHaveRun(err error) bool {
+	return !isDialError(err) && !errors.Is(err, errNotSent) && !errors.Is(err, ErrClosed)
+}
+
+// releaseAfter is releaseLater for a token whose call failed with err.
+// When the caller left a call that was already sent in a batch, the
+// give-back waits for that batch to end (bounded by the release timeout,
+// as the batch is), so it cannot reach Redis before the call it undoes.
+func (c *Client) releaseAfter(n redisNames, token string, err error) {
+	var ab *abandonedCall
+	if !errors.As(err, &ab) {
+		c.releaseLater(n, token)
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		t := time.NewTimer(c.cfg.releaseTimeout)
+		select {
+		case <-ab.done:
+		case <-t.C:
+		}
+		t.Stop()
+		c.giveBack(n, token)
+	}()
+}
+
 // releaseLater gives back a token whose acquire may or may not have run
 // (timeout, lost reply), best effort and bounded, so the lock is not stuck
 // for a whole TTL.
@@ -512,10 +546,15 @@ func (c *Client) releaseLater(n redisNames, token string) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
-		defer cancel()
-		_, _, _ = c.b.release(ctx, n, token)
+		c.giveBack(n, token)
 	}()
+}
+
+// giveBack releases token, best effort, bounded by the release timeout.
+func (c *Client) giveBack(n redisNames, token string) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
+	defer cancel()
+	_, _, _ = c.b.release(ctx, n, token)
 }
 
 // lease builds the Lease of a successful acquisition.

@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,14 +20,19 @@ import (
 // load, Redis's per-command cost is mostly its read and write system calls,
 // not the scripts, so this is where many concurrent requests gain most.
 //
-// A caller whose context ends while its call is queued leaves with the
-// context's error and the call is never sent; once sent, the caller still
-// leaves at once and the reply is dropped (the callers treat that as they
-// treat a timeout: the script may have run).
+// A caller whose context ends while its call is queued leaves at once
+// (errNotSent: nothing ran); once the call is sent, the caller still leaves
+// at once, with an *abandonedCall whose done channel closes when the batch
+// is over: whoever gives the call's token back waits for it (see
+// Client.releaseAfter), so the give-back cannot overtake the call. Every
+// batch has a deadline (the latest of its callers', or bound from now when
+// one has none), so a stalled Redis holds neither a caller nor Close.
 type batcher struct {
 	rdb redis.UniversalClient
 	// direct: how many calls may be in flight before calls queue.
 	direct int
+	// bound limits a batch that has a caller without a deadline.
+	bound time.Duration
 
 	mu       sync.Mutex
 	inflight int // direct calls in flight, plus 1 while the flusher has work
@@ -54,9 +61,31 @@ type queuedCall struct {
 	state atomic.Int32
 }
 
-func newBatcher(rdb redis.UniversalClient, direct int) *batcher {
+func newBatcher(rdb redis.UniversalClient, direct int, bound time.Duration) *batcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &batcher{rdb: rdb, direct: direct, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	return &batcher{rdb: rdb, direct: direct, bound: bound, kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+}
+
+// errNotSent: the caller left before its queued call was sent; nothing ran.
+var errNotSent = errors.New("lockkit: the call was not sent: its context ended while it waited to share a round trip")
+
+// abandonedCall is the error of a caller that left while its call was in
+// a batch in flight: the script may still run. done closes when the batch
+// is over.
+type abandonedCall struct {
+	done <-chan struct{}
+}
+
+func (e *abandonedCall) Error() string {
+	return "lockkit: no answer from redis before the call's deadline (the call was sent)"
+}
+
+// errPipelinePanic answers the calls of a batch whose pipeline panicked (a
+// go-redis hook): the flusher survives, and so does every later call.
+type errPipelinePanic struct{ v any }
+
+func (e errPipelinePanic) Error() string {
+	return fmt.Sprintf("lockkit: a go-redis hook panicked while sending a batch: %v", e.v)
 }
 
 // process runs cmd, alone or in a batch. The returned Cmd is cmd, or a new
@@ -66,8 +95,8 @@ func (b *batcher) process(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	if b.closed || (b.inflight < b.direct && len(b.queue) == 0) {
 		b.inflight++
 		b.mu.Unlock()
+		defer b.finish() // also when a hook panics: the place in flight is given back
 		_ = b.rdb.Process(ctx, cmd)
-		b.finish()
 		return cmd
 	}
 	q := &queuedCall{ctx: ctx, cmd: cmd, done: make(chan struct{})}
@@ -82,15 +111,13 @@ func (b *batcher) process(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 	case <-q.done:
 		return cmd
 	case <-ctx.Done():
-		if q.state.CompareAndSwap(0, 2) {
-			// Never sent: nothing can have run.
-			c := redis.NewCmd(ctx)
-			c.SetErr(ctx.Err())
-			return c
-		}
-		// Sent or being sent: the flusher owns cmd now; don't wait for it.
 		c := redis.NewCmd(ctx)
-		c.SetErr(ctx.Err())
+		if q.state.CompareAndSwap(0, 2) {
+			c.SetErr(errNotSent) // never sent: nothing can have run
+		} else {
+			// Sent or being sent: the flusher owns cmd now; don't wait for it.
+			c.SetErr(&abandonedCall{done: q.done})
+		}
 		return c
 	}
 }
@@ -142,13 +169,27 @@ func (b *batcher) flusher() {
 // write timeouts still apply). Close ends the flusher's wait, not a batch
 // in flight: that ends with its own I/O.
 func (b *batcher) send(batch []*queuedCall) {
+	defer func() {
+		if v := recover(); v != nil {
+			for _, q := range batch {
+				if q.state.Load() == 1 {
+					q.cmd.SetErr(errPipelinePanic{v})
+				}
+			}
+		}
+		for _, q := range batch {
+			if q.state.Load() == 1 {
+				close(q.done)
+			}
+		}
+	}()
 	pipe := b.rdb.Pipeline()
 	var latest time.Time
 	unbounded := false
 	var first context.Context
 	for _, q := range batch {
-		if !q.state.CompareAndSwap(0, 1) {
-			continue // abandoned while queued
+		if q.ctx.Err() != nil || !q.state.CompareAndSwap(0, 1) {
+			continue // the caller left (or is leaving): never sent
 		}
 		if first == nil {
 			first = q.ctx
@@ -160,25 +201,21 @@ func (b *batcher) send(batch []*queuedCall) {
 		}
 		_ = pipe.Process(q.ctx, q.cmd)
 	}
-	if first != nil {
-		// The first caller's values (a go-redis tracing hook nests the
-		// pipeline's span under its request), not its cancellation.
-		ctx := context.WithoutCancel(first)
-		if !unbounded {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithDeadline(ctx, latest)
-			defer cancel()
-		}
-		_, _ = pipe.Exec(ctx)
+	if first == nil {
+		return
 	}
-	for _, q := range batch {
-		if q.state.Load() == 1 {
-			close(q.done)
-		}
+	if d := time.Now().Add(b.bound); unbounded && d.After(latest) {
+		latest = d
 	}
+	// The first caller's values (a go-redis tracing hook nests the
+	// pipeline's span under its request), not its cancellation.
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(first), latest)
+	defer cancel()
+	_, _ = pipe.Exec(ctx)
 }
 
-// failQueued answers every queued call with ErrClosed on close.
+// failQueued answers every queued call with ErrClosed on close (never
+// sent: its caller gives nothing back).
 func (b *batcher) failQueued() {
 	b.mu.Lock()
 	queue := b.queue

@@ -95,7 +95,7 @@ func TestBatchedCallsShareRoundTrips(t *testing.T) {
 func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient()
-	b := newBatcher(rdb, 1)
+	b := newBatcher(rdb, 1, DefaultReleaseTimeout)
 	defer b.close()
 	ping := func(ctx context.Context) *redis.Cmd {
 		return b.process(ctx, redis.NewCmd(ctx, "incr", "batch:sent"))
@@ -119,8 +119,8 @@ func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := ping(ctx).Err(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("queued call: %v", err)
+	if err := ping(ctx).Err(); !errors.Is(err, errNotSent) {
+		t.Fatalf("queued call: %v, want errNotSent", err)
 	}
 	if err := <-first; err == nil {
 		t.Fatal("the call sent to a paused Redis succeeded")
@@ -143,7 +143,7 @@ func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 func TestBatcherCloseAnswersQueuedCalls(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient()
-	b := newBatcher(rdb, 1)
+	b := newBatcher(rdb, 1, DefaultReleaseTimeout)
 	srv.Pause()
 	defer srv.Resume()
 	go func() {
@@ -178,4 +178,171 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("condition not met within 5s")
+}
+
+// panicHook panics in every command while on.
+type panicHook struct{ on atomic.Bool }
+
+func (h *panicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *panicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.on.Load() {
+			panic("hook")
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A go-redis hook that panics in a direct call (a caller that recovers, as
+// net/http does) gives its place in flight back: afterwards calls still go
+// out at once.
+func TestBatcherSurvivesPanickingHook(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient()
+	h := &panicHook{}
+	rdb.AddHook(h)
+	c, err := New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	h.on.Store(true)
+	for range maxDirect + 1 {
+		func() {
+			defer func() { _ = recover() }()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_, _ = c.TryAcquire(ctx, "batch:panic")
+		}()
+	}
+	h.on.Store(false)
+	b := c.b.(*primary).batch
+	b.mu.Lock()
+	inflight := b.inflight
+	b.mu.Unlock()
+	if inflight != 0 {
+		t.Fatalf("%d places in flight after the panics", inflight)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := c.TryAcquire(ctx, "batch:panic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+}
+
+// gatePipes holds every pipeline of scripts at its hook until open is
+// closed, telling entered when one arrives.
+type gatePipes struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (g *gatePipes) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g *gatePipes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g *gatePipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if g.armed.Load() && len(cmds) > 0 && cmds[0].Name() == "evalsha" {
+			g.entered <- struct{}{}
+			<-g.open
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// An acquire whose caller left after its batch was taken (the request was
+// cancelled) may still run: the caller's give-back waits for the batch, so
+// it cannot overtake the acquire and leave the lock to a token nobody has
+// for a whole TTL.
+func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient()
+	g := &gatePipes{entered: make(chan struct{}, 1), open: make(chan struct{})}
+	rdb.AddHook(g)
+	c, err := New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	bg := context.Background()
+	if l, err := c.TryAcquire(bg, "batch:warm"); err != nil { // the scripts loaded
+		t.Fatal(err)
+	} else if err := l.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	b := c.b.(*primary).batch
+	b.direct = 2
+	// Two calls blocked in Redis fill the places in flight.
+	blocked := make(chan error, 2)
+	for _, k := range []string{"batch:block1", "batch:block2"} {
+		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 20)).Err() }()
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
+	g.armed.Store(true)
+	ctx, cancel := context.WithCancel(bg) // a request: no deadline
+	res := make(chan error, 1)
+	go func() { _, err := c.TryAcquire(ctx, "batch:orphan"); res <- err }()
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
+	srv.Client.LPush(bg, "batch:block1", "x") // its place goes to the flusher, which sends the acquire
+	<-g.entered                               // the acquire's batch is on its way, held at the hook
+	srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
+	for range 2 {
+		if err := <-blocked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel() // the request leaves while its acquire is in flight
+	if err := <-res; !errors.Is(err, context.Canceled) {
+		t.Fatalf("TryAcquire: %v", err)
+	}
+	close(g.open) // the acquire runs now
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return !b.flushing })
+	waitFor(t, func() bool {
+		_, held, err := c.Inspect(bg, "batch:orphan")
+		return err == nil && !held
+	})
+}
+
+// Close does not wait on a batch in flight longer than the release
+// timeout, even when a caller in it had no deadline and go-redis has no
+// read timeout.
+func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient(func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = -1, -1 })
+	c, err := New(rdb, WithReleaseTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := c.b.(*primary).batch
+	b.direct = 1
+	srv.Pause()
+	resumed := false
+	defer func() {
+		if !resumed {
+			srv.Resume()
+		}
+	}()
+	short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	go func() { _, _ = c.TryAcquire(short, "batch:a") }() // direct, ends at its deadline
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 1 })
+	reqCtx, reqCancel := context.WithCancel(context.Background()) // no deadline
+	go func() { _, _ = c.TryAcquire(reqCtx, "batch:b") }()
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.flushing })
+	reqCancel()
+	done := make(chan struct{})
+	go func() { _ = c.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		srv.Resume()
+		resumed = true
+		<-done
+		t.Fatal("Close blocked on a batch whose callers all left")
+	}
 }

@@ -8,10 +8,12 @@ import (
 
 // callBound gives Release's Redis call a deadline (the release timeout)
 // when the caller's context has none and can never be cancelled — what
-// adapters pass (context.WithoutCancel of the request's) — without what
-// context.WithTimeout allocates on every request: it lives in the Lease,
-// and its Done channel and timer are made only if somebody asks for Done
-// (go-redis bounds socket I/O by Deadline alone).
+// adapters pass (context.WithoutCancel of the request's) — with fewer
+// allocations than context.WithTimeout: the context itself lives in the
+// Lease, and its Done channel and timer are made when somebody asks for
+// Done (go-redis's pool does, on every command). end closes it: after the
+// call, Done is closed and Err is context.Canceled, as for a cancelled
+// WithTimeout.
 type callBound struct {
 	parent   context.Context // Done() == nil: values only
 	deadline time.Time
@@ -19,6 +21,8 @@ type callBound struct {
 	mu    sync.Mutex
 	done  chan struct{}
 	timer *time.Timer
+	ended bool
+	once  sync.Once // closes done
 
 	cancel context.CancelFunc // when bound fell back to context.WithTimeout
 }
@@ -47,29 +51,35 @@ func (b *callBound) Done() <-chan struct{} {
 	defer b.mu.Unlock()
 	if b.done == nil {
 		b.done = make(chan struct{})
-		if d := time.Until(b.deadline); d <= 0 {
-			close(b.done)
+		if d := time.Until(b.deadline); b.ended || d <= 0 {
+			b.closeDone()
 		} else {
-			done := b.done
-			b.timer = time.AfterFunc(d, func() { close(done) })
+			b.timer = time.AfterFunc(d, b.closeDone)
 		}
 	}
 	return b.done
 }
 
+func (b *callBound) closeDone() { b.once.Do(func() { close(b.done) }) }
+
 // Err agrees with Done once Done was asked for; before that, with the clock.
 func (b *callBound) Err() error {
 	b.mu.Lock()
-	done := b.done
+	done, ended := b.done, b.ended
 	b.mu.Unlock()
-	if done == nil {
-		if time.Now().Before(b.deadline) {
-			return nil
-		}
+	switch {
+	case done == nil && ended:
+		return context.Canceled
+	case done == nil && time.Now().Before(b.deadline):
+		return nil
+	case done == nil:
 		return context.DeadlineExceeded
 	}
 	select {
 	case <-done:
+		if ended && time.Now().Before(b.deadline) {
+			return context.Canceled
+		}
 		return context.DeadlineExceeded
 	default:
 		return nil
@@ -83,7 +93,14 @@ func (b *callBound) end() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.parent == nil { // bound returned another context
+		return
+	}
+	b.ended = true
 	if b.timer != nil {
 		b.timer.Stop()
+	}
+	if b.done != nil {
+		b.closeDone()
 	}
 }

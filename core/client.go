@@ -63,9 +63,9 @@ func New(rdb redis.UniversalClient, opts ...Option) (*Client, error) {
 		}
 		if cc, ok := rdb.(*redis.ClusterClient); ok && !cfg.classicCluster {
 			cfg.shardChannels = true
-			return newShardedPrimary(cc), nil
+			return newShardedPrimary(cc, cfg.releaseTimeout), nil
 		}
-		return newPrimary(rdb, cfg.ack), nil
+		return newPrimary(rdb, cfg.ack, cfg.releaseTimeout), nil
 	})
 }
 
@@ -208,6 +208,9 @@ func (c *Client) usable(key string) error {
 // callErr classifies a failed Redis call: the caller's ctx ending wins
 // (the error then matches ctx.Err()), anything else is ErrUnavailable.
 func (c *Client) callErr(ctx context.Context, op, key string, err error) error {
+	if errors.Is(err, ErrClosed) {
+		return ErrClosed
+	}
 	if ctxErr := ctxEnded(ctx); ctxErr != nil {
 		return fmt.Errorf("lockkit: %s %q: %w", op, key, ctxErr)
 	}

@@ -253,7 +253,9 @@ func (l *Lease) handoff(ctx, bctx context.Context, w *waiter) error {
 	case err != nil:
 		// Ambiguous: the lock may be ours, or w's (its own attempt then finds
 		// its token and takes it). Give ours back.
-		c.releaseLater(l.names, l.token)
+		if mayHaveRun(err) {
+			c.releaseAfter(l.names, l.token, err)
+		}
 		err = c.callErr(ctx, "release", l.key, err)
 	case !ok:
 		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)

@@ -27,15 +27,17 @@ type primary struct {
 	batch   *batcher
 }
 
-func newPrimary(rdb redis.UniversalClient, ack replicaAck) *primary {
-	return &primary{rdb: rdb, hub: newHub(rdb), publish: "publish", ack: ack, batch: newBatcher(rdb, maxDirect)}
+// bound limits a batch of calls of which one has no deadline (the
+// Client's release timeout; see batcher).
+func newPrimary(rdb redis.UniversalClient, ack replicaAck, bound time.Duration) *primary {
+	return &primary{rdb: rdb, hub: newHub(rdb), publish: "publish", ack: ack, batch: newBatcher(rdb, maxDirect, bound)}
 }
 
 // newShardedPrimary is the backend on a Redis Cluster with release
 // notifications on shard channels: SPUBLISH delivers a release to the shard
 // that owns the lock only, where classic PUBLISH is broadcast to every node.
-func newShardedPrimary(rdb *redis.ClusterClient) *primary {
-	return &primary{rdb: rdb, shard: newShardHub(rdb), publish: "spublish", batch: newBatcher(rdb, maxDirect)}
+func newShardedPrimary(rdb *redis.ClusterClient, bound time.Duration) *primary {
+	return &primary{rdb: rdb, shard: newShardHub(rdb), publish: "spublish", batch: newBatcher(rdb, maxDirect, bound)}
 }
 
 // waitCmd queues WAIT (Pipeliner has no typed Wait).

@@ -217,7 +217,9 @@ func (h *hub) reader() {
 // grantee needs to wake; the other heads keep their places, refreshed by
 // their periodic attempts. A plain release ("released") wakes every head.
 func grantedElsewhere(payload, id string) bool {
-	return len(payload) > 2 && payload[:2] == "g:" && payload[2:] != id
+	// A subscriber without a queue id is in no wait queue (Redlock): every
+	// release may concern it.
+	return id != "" && len(payload) > 2 && payload[:2] == "g:" && payload[2:] != id
 }
 
 func isTimeout(err error) bool {

@@ -62,7 +62,7 @@ func NewRedlock(nodes []*redis.Client, opts ...Option) (*Client, error) {
 		t = min(t, cfg.ttl/10)
 		q := &quorum{addrs: addrs, need: len(nodes)/2 + 1, timeout: t}
 		for _, rdb := range nodes {
-			q.nodes = append(q.nodes, newPrimary(rdb, replicaAck{}))
+			q.nodes = append(q.nodes, newPrimary(rdb, replicaAck{}, cfg.releaseTimeout))
 		}
 		return q, nil
 	})

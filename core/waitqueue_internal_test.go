@@ -88,7 +88,7 @@ func (o *attemptsObserver) AcquireEnd(ctx context.Context, _ AcquireInfo, r Acqu
 // must answer the same and leave the same hash.
 func TestWaitQueueScriptsIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
-	p := newPrimary(srv.NewClient(), replicaAck{})
+	p := newPrimary(srv.NewClient(), replicaAck{}, DefaultReleaseTimeout)
 	defer p.close()
 	ctx := context.Background()
 	n := namesOf("lockkit:v1:k:idem", "lockkit:v1:c:k:idem")
