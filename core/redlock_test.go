@@ -195,8 +195,26 @@ func TestRedlockWakeUpByNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := startWaiter(ctx, waiter, "rl:6")
-	testkit.WaitFor(t, 10*time.Second, "the waiter waiting", func() bool { _, n, _, _ := rec.snapshot(); return n >= 2 })
-	_, before, _, _ := rec.snapshot()
+	// Every node's confirmation of the waiter's subscription wakes it for
+	// one attempt, each in its own time: wait until all three servers have
+	// the subscriber and the attempts those wake-ups cause are over (the
+	// count stays put between polls), so the window below sees only polls.
+	const channel = "lockkit:v1:c:k:rl:6"
+	testkit.WaitFor(t, 10*time.Second, "the waiter subscribed on every node", func() bool {
+		for _, s := range srvs {
+			if m, err := s.Client.PubSubNumSub(ctx, channel).Result(); err != nil || m[channel] != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	before := -1
+	testkit.WaitFor(t, 10*time.Second, "the waiter's attempts to settle", func() bool {
+		_, n, _, _ := rec.snapshot()
+		settled := n == before && n >= 2
+		before = n
+		return settled
+	})
 	time.Sleep(time.Second) // the window in which nothing may happen (an absence has no signal)
 	if _, after, _, _ := rec.snapshot(); after != before {
 		t.Fatalf("the waiter made %d more attempts while the lock stayed held: it polls", after-before)
