@@ -61,9 +61,14 @@
 // Acquire waits while another owner holds the lock. Callers of one Client
 // queue in FIFO order per key; only the head of the queue asks Redis, and it
 // is woken by the pub/sub notification of a release, never by polling. On a
-// single primary, a lease released while local callers wait hands the lock
-// straight to the next of them in one round trip (up to 16 times in a row,
-// then waiters in other processes get their turn). Wait(d) bounds the wait
+// single primary (or a Cluster), a lease released while local callers wait
+// hands the lock straight to the next of them in one round trip; across
+// processes, the lock keeps a wait queue in Redis, one entry per waiting
+// Client, and a release grants the lock to the first of them in the same
+// step and wakes only that one, so processes are served in turn (a Client's
+// run of local hand-offs ends after one turn per local waiter while others
+// wait there). Concurrent calls of one Client share round trips: beyond a
+// few in flight, they go out together as one pipeline. Wait(d) bounds the wait
 // (the wait budget); without it Acquire waits until ctx ends. NoWait fails at
 // once when the lock is held or other callers of the Client queue for it,
 // MaxWaiters bounds the queue, and Reentrant lets a context that already
