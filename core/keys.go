@@ -45,8 +45,7 @@ const (
 //     nothing, and a shard channel hashes to a slot by the same rule as a key:
 //     the channel lives in the lock's own slot whatever braces the user's key
 //     contains. A release then reaches the one shard that owns the lock
-//     instead of being broadcast over the cluster bus to every node, and the
-//     release script's subscriber count covers every waiter in the cluster.
+//     instead of being broadcast over the cluster bus to every node.
 //
 // During a rolling deploy from a version that published on the classic
 // channel in a cluster, old and new clients do not hear each other's
