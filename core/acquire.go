@@ -554,7 +554,7 @@ func (c *Client) releaseLater(n redisNames, token string) {
 func (c *Client) giveBack(n redisNames, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
 	defer cancel()
-	_, _, _ = c.b.release(ctx, n, token)
+	_, _ = c.b.release(ctx, n, token)
 }
 
 // lease builds the Lease of a successful acquisition.

@@ -16,8 +16,7 @@ type backend interface {
 	// attempt, from which it computes the lease's local deadline.
 	acquire(ctx context.Context, n redisNames, req acquireReq) (acquireReply, error)
 	// release removes the lease if token still owns it; false: it did not.
-	// listeners is how many subscribers got the release message.
-	release(ctx context.Context, n redisNames, token string) (released bool, listeners int, err error)
+	release(ctx context.Context, n redisNames, token string) (released bool, err error)
 	// handoff passes the lock from the owner token from straight to the
 	// waiter to, in one step; the reply's ok is false when from did not hold
 	// it. Only when canHandoff.

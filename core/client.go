@@ -154,7 +154,7 @@ func (c *Client) releaseAll(leases []*Lease) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, _, err := c.b.release(ctx, l.names, l.token); err != nil {
+			if _, err := c.b.release(ctx, l.names, l.token); err != nil {
 				mu.Lock()
 				errs = append(errs, unavailable("release", l.key, err))
 				mu.Unlock()

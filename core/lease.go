@@ -227,7 +227,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if w := c.pickHandoff(l.names.key); w != nil {
 		return l.handoff(ctx, bctx, w)
 	}
-	ok, _, err := c.b.release(bctx, l.names, l.token)
+	ok, err := c.b.release(bctx, l.names, l.token)
 	c.localRelease(l.names.key)
 	switch {
 	case err != nil:

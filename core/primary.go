@@ -149,12 +149,9 @@ func parseAcquire(v any) (acquireReply, error) {
 	}}, nil
 }
 
-func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
+func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, error) {
 	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs, p.publish}).Int64()
-	if err != nil || v < 1 {
-		return false, 0, err
-	}
-	return true, int(v - 1), nil
+	return err == nil && v >= 1, err
 }
 
 func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error) {

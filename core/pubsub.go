@@ -35,23 +35,60 @@ type hub struct {
 	wg     sync.WaitGroup
 }
 
-// subscription is one channel's state; its fields are guarded by hub.mu.
-type subscription struct {
-	h       *hub
-	channel string
-	refs    int
-	sent    bool // in the PubSub's channel set (SUBSCRIBE issued)
-	// pendingUnsub counts UNSUBSCRIBEs written on connection generation
-	// unsubGen whose replies have not arrived; a "subscribe" reply seen
-	// before them belongs to an older SUBSCRIBE and confirms nothing.
-	pendingUnsub int
-	unsubGen     uint64
-	isConfirmed  bool // the server confirmed it on the current connection
+// waiters is what both hubs keep per channel about the local waiters of
+// it; guarded by the hub's mutex.
+type waiters struct {
+	refs int
+	// sent: the hub subscribed the channel (and did not unsubscribe since);
+	// isConfirmed: the server confirmed it on the current connection.
+	sent, isConfirmed bool
 	// wake gets a value on each release message and each (re)confirmation.
 	wake chan struct{}
 	// id is the subscribing queue's id in the lock's wait queue ("" when
 	// it has none): a grant to another queue does not wake it.
 	id string
+}
+
+// add takes a reference for a waiter; the first one's wake and id are
+// used. kick: the channel is not subscribed yet, the hub's writer must.
+func (w *waiters) add(wake chan struct{}, id string) (kick bool) {
+	if w.refs == 0 {
+		w.wake, w.id = wake, id
+	}
+	w.refs++
+	if w.isConfirmed && w.sent {
+		// Still subscribed from an earlier waiter: a release may have been
+		// announced before this wake channel was registered, so retry once.
+		w.poke()
+	}
+	return !w.sent
+}
+
+// drop gives a reference back; kick: the last one, the writer unsubscribes.
+func (w *waiters) drop() (kick bool) {
+	w.refs--
+	return w.refs == 0
+}
+
+func (w *waiters) poke() { poke(w.wake) }
+
+// deliver pokes the waiter for a release message (see grantedElsewhere).
+func (w *waiters) deliver(payload string) {
+	if !grantedElsewhere(payload, w.id) {
+		w.poke()
+	}
+}
+
+// subscription is one channel's state; its fields are guarded by hub.mu.
+type subscription struct {
+	h       *hub
+	channel string
+	waiters
+	// pendingUnsub counts UNSUBSCRIBEs written on connection generation
+	// unsubGen whose replies have not arrived; a "subscribe" reply seen
+	// before them belongs to an older SUBSCRIBE and confirms nothing.
+	pendingUnsub int
+	unsubGen     uint64
 }
 
 func newHub(rdb redis.UniversalClient) *hub {
@@ -80,17 +117,8 @@ func (h *hub) subscribe(channel string, wake chan struct{}, id string) (waitSub,
 		s = &subscription{h: h, channel: channel}
 		h.subs[channel] = s
 	}
-	if s.refs == 0 {
-		s.wake, s.id = wake, id
-	}
-	s.refs++
-	switch {
-	case !s.sent:
+	if s.add(wake, id) {
 		h.kickWriter()
-	case s.isConfirmed:
-		// Still subscribed from an earlier waiter: a release may have been
-		// announced before this wake channel was registered, so retry once.
-		s.poke()
 	}
 	return s, nil
 }
@@ -99,25 +127,12 @@ func (s *subscription) unsubscribe() {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s.refs--
-	if s.refs == 0 {
+	if s.drop() {
 		h.kickWriter()
 	}
 }
 
-func (h *hub) kickWriter() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-}
-
-func (s *subscription) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (h *hub) kickWriter() { poke(h.kick) }
 
 func (s *subscription) unconfirm() { s.isConfirmed = false }
 
@@ -229,8 +244,8 @@ func isTimeout(err error) bool {
 
 func (h *hub) deliver(channel, payload string) {
 	h.mu.Lock()
-	if s := h.subs[channel]; s != nil && !grantedElsewhere(payload, s.id) {
-		s.poke()
+	if s := h.subs[channel]; s != nil {
+		s.deliver(payload)
 	}
 	h.mu.Unlock()
 }

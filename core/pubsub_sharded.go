@@ -72,17 +72,13 @@ type shardSub struct {
 	h       *shardHub
 	channel string
 	slot    int
-	refs    int
-	wake    chan struct{}
-	id      string // as subscription.id
+	waiters // sent: the last command was SSUBSCRIBE
 	// conn is the connection the channel's last SSUBSCRIBE or SUNSUBSCRIBE
-	// went to (nil: none, or that connection is gone). sent: the last was
-	// SSUBSCRIBE. pendingUnsub: SUNSUBSCRIBEs on conn not yet answered; an
-	// "ssubscribe" reply seen before them belongs to an older SSUBSCRIBE.
+	// went to (nil: none, or that connection is gone). pendingUnsub:
+	// SUNSUBSCRIBEs on conn not yet answered; an "ssubscribe" reply seen
+	// before them belongs to an older SSUBSCRIBE.
 	conn         *shardConn
-	sent         bool
 	pendingUnsub int
-	isConfirmed  bool
 	// movedFrom is the node that dropped the channel because its slot moved
 	// away, until movedUntil: a slot map naming that node again is stale.
 	movedFrom  string
@@ -128,17 +124,8 @@ func (h *shardHub) subscribe(channel string, wake chan struct{}, id string) (wai
 		s = &shardSub{h: h, channel: channel, slot: keySlot(channel)}
 		h.subs[channel] = s
 	}
-	if s.refs == 0 {
-		s.wake, s.id = wake, id
-	}
-	s.refs++
-	switch {
-	case !s.sent:
+	if s.add(wake, id) {
 		h.kickWriter()
-	case s.isConfirmed:
-		// Still subscribed from an earlier waiter: a release may have been
-		// announced before this wake channel was registered, so retry once.
-		s.poke()
 	}
 	return s, nil
 }
@@ -147,25 +134,12 @@ func (s *shardSub) unsubscribe() {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s.refs--
-	if s.refs == 0 {
+	if s.drop() {
 		h.kickWriter()
 	}
 }
 
-func (s *shardSub) poke() {
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (h *shardHub) kickWriter() {
-	select {
-	case h.kick <- struct{}{}:
-	default:
-	}
-}
+func (h *shardHub) kickWriter() { poke(h.kick) }
 
 // subscriptions is the number of channels the hub knows (corehook.Tables).
 func (h *shardHub) subscriptions() int {
@@ -384,8 +358,8 @@ func (h *shardHub) reader(c *shardConn) {
 
 func (h *shardHub) deliver(channel, payload string) {
 	h.mu.Lock()
-	if s := h.subs[channel]; s != nil && s.refs > 0 && !grantedElsewhere(payload, s.id) {
-		s.poke()
+	if s := h.subs[channel]; s != nil && s.refs > 0 {
+		s.deliver(payload)
 	}
 	h.mu.Unlock()
 }

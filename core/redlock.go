@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -174,7 +173,7 @@ func (q *quorum) acquire(ctx context.Context, n redisNames, r acquireReq) (acqui
 // node timeout, ignoring failures (the TTL covers them).
 func (q *quorum) releaseToken(ctx context.Context, n redisNames, token string) {
 	fanOut(context.WithoutCancel(ctx), q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
-		ok, _, err := p.release(ctx, n, token)
+		ok, err := p.release(ctx, n, token)
 		return ok, err
 	})
 }
@@ -202,19 +201,10 @@ func (q *quorum) tally(op string, res []nodeResult[bool]) (bool, error) {
 	return false, qe
 }
 
-func (q *quorum) release(ctx context.Context, n redisNames, token string) (bool, int, error) {
-	var listeners atomic.Int64
-	ok, err := q.tally("release", fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
-		ok, l, err := p.release(ctx, n, token)
-		for { // the most listeners any node saw
-			cur := listeners.Load()
-			if int64(l) <= cur || listeners.CompareAndSwap(cur, int64(l)) {
-				break
-			}
-		}
-		return ok, err
+func (q *quorum) release(ctx context.Context, n redisNames, token string) (bool, error) {
+	return q.tally("release", fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
+		return p.release(ctx, n, token)
 	}))
-	return ok, int(listeners.Load()), err
 }
 
 // handoff is not done under Redlock: a hand-off would need a majority

@@ -133,7 +133,7 @@ func TestWaitQueueScriptsIdempotent(t *testing.T) {
 	}
 	rel := func(token string) func() any {
 		return func() any {
-			ok, _, err := p.release(ctx, n, token)
+			ok, err := p.release(ctx, n, token)
 			if err != nil {
 				t.Fatal(err)
 			}
