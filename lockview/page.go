@@ -43,8 +43,10 @@ func dur(msec float64) string {
 		return fmt.Sprintf("%.0f µs", msec*1e3)
 	case msec < 100:
 		return fmt.Sprintf("%.1f ms", msec)
-	case msec < 10e3:
+	case msec < 1e3:
 		return fmt.Sprintf("%.0f ms", msec)
+	case msec < 10e3:
+		return fmt.Sprintf("%.2f s", msec/1e3)
 	case msec < 600e3:
 		return fmt.Sprintf("%.1f s", msec/1e3)
 	}
@@ -71,7 +73,8 @@ table{border-collapse:collapse;width:100%;background:#fff;box-shadow:0 0 0 1px #
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #eceef2;vertical-align:top}
 th{background:#f3f4f7;font-weight:600;font-size:12px;color:#434b56}
 td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:break-word}
+.nw{white-space:nowrap}
 .held{color:#0a7a3b;font-weight:600}.wait{color:#a35a00;font-weight:600}
 .bar{height:8px;background:#e3873a;border-radius:2px;min-width:1px}
 .empty{color:#8a929c;font-style:italic}
@@ -79,7 +82,7 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
 form{margin:.4em 0}input[type=text]{width:28em;font:13px ui-monospace,monospace}
 </style></head><body>
 <h1>Locks of <code>{{.Owner}}</code></h1>
-<div class="meta">updated {{.Time.Format "15:04:05.000"}} · keys {{.KeyMode}} · hot keys over the last {{.WindowSeconds}} s{{if .Refresh}} · refreshes every {{.Refresh}} s{{end}} · <a href="?format=json">JSON</a></div>
+<div class="meta">updated {{.Time.Format "15:04:05.000"}} · keys {{.KeyMode}} · hot keys over the last {{.WindowSeconds}} s (at most {{.SamplesPerKey}} acquires a key){{if .Refresh}} · refreshes every {{.Refresh}} s{{end}} · <a href="?format=json">JSON</a></div>
 
 <h2 id="locks">Held and awaited by this process ({{.LocksTotal}})</h2>
 <table><thead><tr><th>key</th><th>name</th><th>state</th><th>owner</th><th class="n">token</th><th class="n">held for</th><th class="n">TTL left</th><th class="n">waiters</th><th class="n">oldest wait</th></tr></thead><tbody>
@@ -96,7 +99,7 @@ form{margin:.4em 0}input[type=text]{width:28em;font:13px ui-monospace,monospace}
 {{range .HotKeys}}<tr class="hot"><td><code class="hotkey">{{if .Key}}{{.Key}}{{else}}(hidden){{end}}</code></td><td>{{.Name}}</td>
 <td class="n">{{.Acquires}}</td><td class="n">{{.Acquired}}</td><td class="n">{{.Refused}}</td><td class="n">{{.Failed}}</td>
 <td class="n">{{dur .WaitP50}}</td><td class="n">{{dur .WaitP99}}</td><td><div class="bar" style="width:{{$.Bar .WaitP99}}%"></div></td><td class="n">{{dur .WaitMax}}</td><td class="n">{{dur .WaitTotal}}</td>
-<td>{{with .LastHolder}}<code>{{.Owner}}</code> #{{.Token}}, {{ago $.Time .Seen}}{{end}}</td></tr>
+<td>{{with .LastHolder}}<code>{{.Owner}}</code> <span class="nw">#{{.Token}}</span> <span class="nw meta">{{ago $.Time .Seen}}</span>{{end}}</td></tr>
 {{else}}<tr><td colspan="12" class="empty">no acquires in the window</td></tr>{{end}}
 </tbody></table>
 

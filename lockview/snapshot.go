@@ -14,6 +14,9 @@ type Snapshot struct {
 	Owner         string    `json:"owner"`
 	KeyMode       string    `json:"key_mode"`
 	WindowSeconds float64   `json:"window_seconds"`
+	// SamplesPerKey is the size of each hot key's ring: its counts and
+	// percentiles cover at most that many of its latest acquires.
+	SamplesPerKey int `json:"samples_per_key"`
 	// Locks are the locks this process's Client holds or waits for now, at
 	// most the max rows of them; LocksTotal counts them all.
 	Locks      []Lock `json:"locks"`
@@ -94,7 +97,7 @@ func (v *View) Snapshot(c *core.Client) Snapshot {
 	now := time.Now()
 	s := Snapshot{
 		Time: now, Owner: c.Owner(), KeyMode: v.cfg.keyMode.String(), WindowSeconds: v.cfg.window.Seconds(),
-		InspectEnabled: v.cfg.inspect,
+		SamplesPerKey: v.cfg.samples, InspectEnabled: v.cfg.inspect,
 	}
 	locks := c.Locks()
 	s.LocksTotal = len(locks)
