@@ -115,7 +115,9 @@ func (r *recorder) AcquireEnd(ctx context.Context, a core.AcquireInfo, res core.
 }
 
 func (r *recorder) Renewed(_ context.Context, l core.LeaseInfo, err error) {
-	if err != nil && !errors.Is(err, core.ErrLost) { // a loss is reported by Lost
+	// A loss is reported by Lost; a round cut short by Client.Close is no
+	// Redis error.
+	if err != nil && !errors.Is(err, core.ErrLost) && !errors.Is(err, context.Canceled) {
 		r.failed("renew", l.Key, l.Name, err)
 	}
 }
