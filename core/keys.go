@@ -64,6 +64,7 @@ const (
 // Redis key, so all of its state lives in one cluster hash slot whatever braces
 // the key contains (braces in a key only choose that slot, as Redis defines).
 type redisNames struct {
+	user    string // the key as given to Acquire (Client.Locks shows it)
 	key     string // the lock hash
 	channel string // release notifications
 	// key and channel boxed once as script arguments, shared by the
@@ -83,14 +84,18 @@ func (c *Client) names(key string) redisNames {
 		sum := sha256.Sum256([]byte(key))
 		kind, tail = "h:", hex.EncodeToString(sum[:])
 	}
+	var n redisNames
 	if c.cfg.shardChannels {
-		key := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail
-		return namesOf(key, key) // a shard channel in the lock's own slot
+		rkey := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail
+		n = namesOf(rkey, rkey) // a shard channel in the lock's own slot
+	} else {
+		// Both names in one allocation: "<p>:v1:<kind><tail><p>:v1:c:<kind><tail>".
+		both := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail + c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail
+		split := len(c.cfg.prefix) + 1 + len(layoutVersion) + 1 + len(kind) + len(tail)
+		n = namesOf(both[:split], both[split:])
 	}
-	// Both names in one allocation: "<p>:v1:<kind><tail><p>:v1:c:<kind><tail>".
-	both := c.cfg.prefix + ":" + layoutVersion + ":" + kind + tail + c.cfg.prefix + ":" + layoutVersion + ":c:" + kind + tail
-	split := len(c.cfg.prefix) + 1 + len(layoutVersion) + 1 + len(kind) + len(tail)
-	return namesOf(both[:split], both[split:])
+	n.user = key
+	return n
 }
 
 func validateKey(key string) error {

@@ -114,6 +114,7 @@ type waiter struct {
 	// on a "held" answer).
 	seen0       uint64
 	heldAtStart bool
+	since       time.Time // when it queued (Client.Locks)
 }
 
 type grant struct {
@@ -146,6 +147,7 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waite
 		w = &waiter{}
 	}
 	*w = waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: q.held > 0 || q.contended}
+	w.since = time.Now()
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 && q.held == 0 {
 		w.turn <- struct{}{}

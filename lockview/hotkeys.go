@@ -1,0 +1,261 @@
+package lockview
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// evictSample is how many table entries a new key looks at to find the one
+// it replaces (the coldest of them), as Redis samples keys for its LRU: a
+// few random looks instead of an ordered structure to maintain on every
+// acquire. A hot key is replaced only if every entry looked at is hotter,
+// which a flood of cold keys never achieves.
+const evictSample = 8
+
+// sample is one finished acquire of a tracked key: 16 bytes, so a full
+// table of the defaults (128 keys × 128 samples) is 256 KiB.
+type sample struct {
+	at      int64  // end of the acquire, Unix ns
+	waitUs  uint32 // its wait in µs (saturated at ~71 min)
+	outcome core.Outcome
+}
+
+// hotKey is one tracked key: a ring of its recent acquires and a score
+// (wait seconds decaying with the window) that eviction compares.
+type hotKey struct {
+	key       string // "" when the slot is free
+	truncated bool   // key is the first maxKeyLen bytes of longer keys
+	name      string // the telemetry name of its last acquire
+	ring      []sample
+	next, n   int
+	score     float64
+	scoreAt   int64
+	// The holder the last refused attempt met, and how many attempts were
+	// refused since the key was tracked.
+	holderOwner string
+	holderToken int64
+	holderAt    int64
+	refused     uint64
+}
+
+// hotTable tracks at most maxKeys keys in a fixed array of entries whose
+// rings are made on first use and reused on eviction: its memory is
+// bounded by maxKeys × samples whatever the callers' keys. Guarded by the
+// recorder's mutex.
+type hotTable struct {
+	window  float64 // seconds
+	samples int
+	maxKey  int
+	idx     map[string]int
+	keys    []hotKey
+	used    int
+	rng     uint64
+	evicted int // since the index was last rebuilt
+}
+
+func newHotTable(cfg *config) hotTable {
+	return hotTable{
+		window: cfg.window.Seconds(), samples: cfg.samples, maxKey: cfg.maxKeyLen,
+		idx: make(map[string]int, cfg.maxKeys), keys: make([]hotKey, cfg.maxKeys), rng: 0x9e3779b97f4a7c15,
+	}
+}
+
+// entry returns key's entry, taking one (a free slot, or the coldest
+// sampled one) when key is not tracked; it allocates only then.
+func (t *hotTable) entry(key string, now int64) *hotKey {
+	truncated := len(key) > t.maxKey
+	if truncated {
+		key = key[:t.maxKey]
+	}
+	if i, ok := t.idx[key]; ok {
+		return &t.keys[i]
+	}
+	var i int
+	if t.used < len(t.keys) {
+		i = t.used
+		t.used++
+	} else {
+		i = t.coldest(now)
+		delete(t.idx, t.keys[i].key)
+		t.evicted++
+	}
+	e := &t.keys[i]
+	ring := e.ring
+	if ring == nil {
+		ring = make([]sample, t.samples)
+	}
+	// Clone: the table must not keep a caller's larger buffer (a request
+	// body the key was cut from) alive.
+	*e = hotKey{key: strings.Clone(key), truncated: truncated, ring: ring, scoreAt: now}
+	t.idx[e.key] = i
+	if t.evicted >= 8*len(t.keys) {
+		t.reindex()
+	}
+	return e
+}
+
+// reindex rebuilds the key index from the entries, so a long churn of
+// deletes and inserts cannot leave the map larger than the table.
+func (t *hotTable) reindex() {
+	t.idx = make(map[string]int, len(t.keys))
+	for i := range t.keys[:t.used] {
+		t.idx[t.keys[i].key] = i
+	}
+	t.evicted = 0
+}
+
+// coldest picks, among evictSample random entries, the one with the lowest
+// score now.
+func (t *hotTable) coldest(now int64) int {
+	best, bestScore := 0, math.Inf(1)
+	for range evictSample {
+		// xorshift64: cheap, deterministic enough for sampling.
+		t.rng ^= t.rng << 13
+		t.rng ^= t.rng >> 7
+		t.rng ^= t.rng << 17
+		i := int(t.rng % uint64(len(t.keys)))
+		if s := t.keys[i].scoreNow(now, t.window); s < bestScore {
+			best, bestScore = i, s
+		}
+	}
+	return best
+}
+
+func (e *hotKey) scoreNow(now int64, window float64) float64 {
+	dt := float64(now-e.scoreAt) / 1e9
+	if dt <= 0 {
+		return e.score
+	}
+	return e.score * math.Exp(-dt/window)
+}
+
+// add records one finished acquire.
+func (e *hotKey) add(at int64, wait time.Duration, o core.Outcome, window float64) {
+	us := wait.Microseconds()
+	if us > math.MaxUint32 {
+		us = math.MaxUint32
+	}
+	if us < 0 {
+		us = 0
+	}
+	e.ring[e.next] = sample{at: at, waitUs: uint32(us), outcome: o}
+	e.next = (e.next + 1) % len(e.ring)
+	if e.n < len(e.ring) {
+		e.n++
+	}
+	e.score = e.scoreNow(at, window) + wait.Seconds()
+	if at > e.scoreAt {
+		e.scoreAt = at
+	}
+}
+
+// HotKey is one row of the hot-key table: a key's acquires that ended
+// within the window (at most the ring's size of the latest), with their
+// waits. Durations are milliseconds.
+type HotKey struct {
+	Key       string  `json:"key,omitempty"`
+	Truncated bool    `json:"truncated,omitempty"`
+	Name      string  `json:"name,omitempty"`
+	Acquires  int     `json:"acquires"`
+	Acquired  int     `json:"acquired"`
+	Refused   int     `json:"not_acquired"` // contended or timed out
+	Failed    int     `json:"failed"`       // every other outcome: unavailable, canceled, deadline, closed
+	WaitTotal float64 `json:"wait_total_ms"`
+	WaitP50   float64 `json:"wait_p50_ms"`
+	WaitP99   float64 `json:"wait_p99_ms"`
+	WaitMax   float64 `json:"wait_max_ms"`
+	// LastHolder is the holder the key's last refused attempt met.
+	LastHolder *SeenHolder `json:"last_holder,omitempty"`
+	// RefusedAttempts counts the attempts that found the key held since it
+	// was tracked (not only within the window).
+	RefusedAttempts uint64 `json:"refused_attempts"`
+}
+
+// SeenHolder is a holder an attempt met.
+type SeenHolder struct {
+	Owner string    `json:"owner"`
+	Token int64     `json:"token"`
+	Seen  time.Time `json:"seen"`
+}
+
+// hotRaw is a tracked key's samples within the window, copied out under
+// the lock so the sorting happens outside it.
+type hotRaw struct {
+	row   HotKey
+	waits []uint32
+}
+
+// collect copies the entries' samples within the window ending at now.
+func (t *hotTable) collect(now int64, window time.Duration) []hotRaw {
+	from := now - window.Nanoseconds()
+	var out []hotRaw
+	for i := range t.keys[:t.used] {
+		e := &t.keys[i]
+		r := hotRaw{row: HotKey{Key: e.key, Truncated: e.truncated, Name: e.name, RefusedAttempts: e.refused}}
+		if e.holderAt != 0 {
+			r.row.LastHolder = &SeenHolder{Owner: e.holderOwner, Token: e.holderToken, Seen: time.Unix(0, e.holderAt)}
+		}
+		for j := range e.n {
+			s := e.ring[j]
+			if s.at < from {
+				continue
+			}
+			r.waits = append(r.waits, s.waitUs)
+			switch {
+			case s.outcome == core.OutcomeAcquired:
+				r.row.Acquired++
+			case s.outcome.NotAcquired():
+				r.row.Refused++
+			default:
+				r.row.Failed++
+			}
+		}
+		if len(r.waits) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rank turns the copied samples into rows, hottest (most wait within the
+// window) first, at most top of them.
+func rank(raw []hotRaw, top int) []HotKey {
+	rows := make([]HotKey, 0, len(raw))
+	for _, r := range raw {
+		slices.Sort(r.waits)
+		var total float64
+		for _, w := range r.waits {
+			total += float64(w)
+		}
+		row := r.row
+		row.Acquires = len(r.waits)
+		row.WaitTotal = total / 1e3
+		row.WaitP50 = float64(percentile(r.waits, 0.50)) / 1e3
+		row.WaitP99 = float64(percentile(r.waits, 0.99)) / 1e3
+		row.WaitMax = float64(r.waits[len(r.waits)-1]) / 1e3
+		rows = append(rows, row)
+	}
+	slices.SortStableFunc(rows, func(a, b HotKey) int {
+		switch {
+		case a.WaitTotal > b.WaitTotal:
+			return -1
+		case a.WaitTotal < b.WaitTotal:
+			return 1
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	if len(rows) > top {
+		rows = rows[:top]
+	}
+	return rows
+}
+
+// percentile is the nearest-rank percentile of sorted (non-empty).
+func percentile(sorted []uint32, p float64) uint32 {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}
