@@ -411,6 +411,9 @@ func (a *acquisition) wait() (err error) {
 	// then say whom we waited for meanwhile.
 	by, err := a.await(w.turn, nil, nil, budget)
 	a.metWhileQueued(w, holder)
+	if na, ok := err.(*NotAcquiredError); ok { // timed out in the queue: name the last holder met
+		na.Holder = a.holder
+	}
 	if err != nil {
 		return err
 	} else if by == byTurn && a.granted(w) {

@@ -343,6 +343,39 @@ func TestNoWaitRefusalNamesQueuedHolder(t *testing.T) {
 	_ = r.l.Release(ctx)
 }
 
+// A caller whose budget runs out while it waits behind its Client's head
+// names the holder the head met, in its error and to the Observer.
+func TestQueuedTimeoutNamesHolder(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := newClient(t, srv, core.WithOwner("holder-H"))
+	rec := newWaitRecorder()
+	w := newClient(t, srv, core.WithOwner("waiter-W"), core.WithObserver(rec))
+	ctx := testkit.Context(t, 30*time.Second)
+	const key = "waitedfor:timeout"
+	hl, err := holder.Acquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := startWaiter(labelled(ctx, "head"), w, key, core.Wait(20*time.Second))
+	testkit.WaitFor(t, 10*time.Second, "the head refused", func() bool { return rec.attempted("head", 1) })
+	_, err = w.Acquire(labelled(ctx, "x"), key, core.Wait(300*time.Millisecond))
+	var na *core.NotAcquiredError
+	if !errors.As(err, &na) || !na.Timeout() || na.Holder.Owner != "holder-H" || na.Holder.Token != hl.Token() {
+		t.Fatalf("queued acquire = %v, want a timeout naming holder-H/%d", err, hl.Token())
+	}
+	if res, _ := rec.end("x"); res.Outcome != core.OutcomeTimeout || res.Attempts != 0 || !rec.metHolder("x", "holder-H", hl.Token()) {
+		t.Fatalf("x ended %v after %d attempts, told of %+v", res.Outcome, res.Attempts, rec.events("x"))
+	}
+	if err := hl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.Recv(t, head, 10*time.Second, "the head")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	_ = r.l.Release(ctx)
+}
+
 // pastDeadline is a context whose deadline has passed but whose timer has
 // not marked it done (nor ever will here): what go-redis sees for a moment
 // at every deadline, stretched.
