@@ -120,11 +120,18 @@ func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context
 
 // setLockAttrs sets name, key (per mode), owner and extra on span.
 func (o *observer) setLockAttrs(span trace.Span, name, key, owner string, extra ...attribute.KeyValue) {
-	kv := make([]attribute.KeyValue, 0, 3+len(extra))
+	k, withKey := o.cfg.keyAttr(key)
+	n := len(extra)
+	for _, b := range [...]bool{name != "", withKey, owner != ""} {
+		if b {
+			n++
+		}
+	}
+	kv := make([]attribute.KeyValue, 0, n) // exact: the SDK keeps it
 	if name != "" {
 		kv = append(kv, AttrName.String(name))
 	}
-	if k, ok := o.cfg.keyAttr(key); ok {
+	if withKey {
 		kv = append(kv, k)
 	}
 	if owner != "" {
