@@ -95,6 +95,7 @@ type acquisition struct {
 	last     acquireReply // the last contended reply
 	fence    int64
 	sent     time.Time // send time of the successful attempt
+	handoff  bool      // a lease of this Client handed the lock over
 
 	// w is the acquisition's place in the local queue (waits only).
 	w *waiter
@@ -124,7 +125,7 @@ func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acq
 		return outer.nest(ctx, cfg.name), nil
 	}
 	a := &acquisition{c: c, ctx: ctx, key: key, names: n, cfg: cfg}
-	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify"}
+	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify", Owner: c.cfg.owner}
 	switch {
 	case try:
 		a.info.Strategy = "try"
@@ -145,8 +146,10 @@ func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acq
 		err = a.once()
 	case cfg.noWait:
 		if h, busy := c.localBusy(n.key); busy {
-			// Held or queued for inside this Client: refuse without a round
-			// trip, but tell the Observer whom we met, as an attempt would.
+			// Held or queued for inside this Client, and the holder known:
+			// refuse without a round trip, but tell the Observer whom we
+			// met, as an attempt would. (With nobody known yet, the one
+			// attempt asks Redis: a refusal always names its holder.)
 			a.holder = h
 			c.obs.Contended(a.octx, a.info, h, 0)
 			err = a.notAcquired(h)
@@ -163,7 +166,7 @@ func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acq
 		return nil, err
 	}
 	hctx := c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
-		Outcome: OutcomeAcquired, Attempts: a.attempts, Waited: time.Since(a.info.Start), Token: a.fence,
+		Outcome: OutcomeAcquired, Attempts: a.attempts, Handoff: a.handoff, Waited: time.Since(a.info.Start), Token: a.fence,
 	})
 	return a.lease(hctx)
 }
@@ -224,9 +227,10 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		return false, a.callErr(ctx, err)
 	}
 	if !rep.ok {
+		rep.holder.Seen = time.Now()
 		a.holder, a.last = rep.holder, rep
 		a.queued = a.queued || a.req.queue != ""
-		a.c.refused(a.names.key, a.req.queue != "")
+		a.c.refused(a.names.key, a.req.queue != "", rep.holder)
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
 	}
@@ -289,22 +293,40 @@ func (a *acquisition) sawHolder() bool {
 // ctxErr is the error of an acquire that the caller's context ended. A
 // call can fail at the context's deadline (go-redis makes it the socket
 // deadline) a moment before the context's timer marks it done; that moment
-// is waited out, bounded by ctxLag, so that ctx.Err() — which Classify and
-// the adapters consult, never the error's text — agrees with the error
-// once Acquire returns.
+// is waited out, bounded by ctxLag, so that ctx.Err() agrees with the
+// error once Acquire returns. The error keeps the context error it settled
+// on (ctxEnded), and Classify takes it from there: the Observer's outcome
+// and the adapters' answer agree even when ctx.Err() says otherwise or
+// nothing yet (a cancel racing the deadline's timer, a timer later than
+// ctxLag).
 func (a *acquisition) ctxErr() error {
 	err := ctxEnded(a.ctx)
 	if a.ctx.Err() == nil {
 		t := time.NewTimer(ctxLag)
 		select {
 		case <-a.ctx.Done():
-			err = a.ctx.Err()
 		case <-t.C:
 		}
 		t.Stop()
 	}
-	return fmt.Errorf("lockkit: waiting for %q: %w", a.key, err)
+	if e := a.ctx.Err(); e != nil { // what ctx.Err() says once it says it, for good
+		err = e
+	}
+	return &ctxEndedError{key: a.key, err: err}
 }
+
+// ctxEndedError is an acquire ended by the caller's context: err is
+// context.Canceled or context.DeadlineExceeded (see ctxErr).
+type ctxEndedError struct {
+	key string
+	err error
+}
+
+func (e *ctxEndedError) Error() string {
+	return fmt.Sprintf("lockkit: waiting for %q: %v", e.key, e.err)
+}
+
+func (e *ctxEndedError) Unwrap() error { return e.err }
 
 // ctxLag bounds the wait for a context past its deadline to report it.
 const ctxLag = time.Second
@@ -360,11 +382,14 @@ func (e *noAnswer) As(target any) bool { return e.err != nil && errors.As(e.err,
 func (a *acquisition) wait() (err error) {
 	c := a.c
 	w, holder, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters)
-	if !ok {
+	if !ok { // the local queue is full: refused, naming the last holder met if any
 		a.holder = holder
+		if !holder.Seen.IsZero() {
+			c.obs.Contended(a.octx, a.info, holder, 0)
+		}
 		return a.notAcquired(holder)
 	}
-	if holder.Owner != "" { // queued behind a lease of this Client: tell who we wait for
+	if !holder.Seen.IsZero() { // queued behind a lease of this Client: tell who we wait for
 		a.holder = holder
 		c.obs.Contended(a.octx, a.info, holder, 0)
 	}
@@ -382,8 +407,14 @@ func (a *acquisition) wait() (err error) {
 		defer cancel()
 		budget = actx.Done()
 	}
-	// 1. Wait for our turn in the local queue, or for the lock handed to us.
-	if by, err := a.await(w.turn, nil, nil, budget); err != nil {
+	// 1. Wait for our turn in the local queue, or for the lock handed to us;
+	// then say whom we waited for meanwhile.
+	by, err := a.await(w.turn, nil, nil, budget)
+	a.metWhileQueued(w, holder)
+	if na, ok := err.(*NotAcquiredError); ok { // timed out in the queue: name the last holder met
+		na.Holder = a.holder
+	}
+	if err != nil {
 		return err
 	} else if by == byTurn && a.granted(w) {
 		return nil
@@ -455,6 +486,21 @@ func (a *acquisition) wait() (err error) {
 	}
 }
 
+// metWhileQueued reports the holders w's queue met while w waited behind
+// another caller (Contended, attempt 0), once each, but reported: the
+// local holder w queued behind, already reported by wait. It runs on the
+// acquire's goroutine, like every acquire event.
+func (a *acquisition) metWhileQueued(w *waiter, reported Holder) {
+	hs := a.c.metWhileQueued(a.names.key, w)
+	for _, h := range hs {
+		if !reported.Seen.IsZero() && sameHolder(h, reported) {
+			continue
+		}
+		a.holder = h
+		a.c.obs.Contended(a.octx, a.info, h, 0)
+	}
+}
+
 // wokenBy says what ended an await.
 type wokenBy uint8
 
@@ -497,7 +543,7 @@ func (a *acquisition) granted(w *waiter) bool {
 	if g == nil {
 		return false
 	}
-	a.fence, a.sent = g.fence, g.sent
+	a.fence, a.sent, a.handoff = g.fence, g.sent, true
 	return true
 }
 

@@ -31,7 +31,8 @@ func hookAcquire(ctx context.Context, client any, key string, s corehook.Setting
 
 // unlocked reports a fail-open run to the Client's Observer.
 func unlocked(ctx context.Context, client any, key, name string, err error) {
-	client.(*Client).obs.Unlocked(ctx, AcquireInfo{Key: key, Name: name, Start: time.Now()}, err)
+	c := client.(*Client)
+	c.obs.Unlocked(ctx, AcquireInfo{Key: key, Name: name, Start: time.Now(), Owner: c.cfg.owner}, err)
 }
 
 // acquireSettings applies opts to two different baselines: a setting an

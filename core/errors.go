@@ -91,6 +91,10 @@ type Holder struct {
 	TTL time.Duration
 	// Token is the holder's fencing token.
 	Token int64
+	// Seen is when this process learned of this holder: the reply of Redis
+	// that named it, or the moment a lease of this Client took the lock.
+	// Zero when no holder is known.
+	Seen time.Time
 }
 
 // NotAcquiredError is the concrete error behind ErrNotAcquired.

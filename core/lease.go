@@ -160,7 +160,7 @@ func (l *Lease) held() bool {
 }
 
 func (l *Lease) info() LeaseInfo {
-	return LeaseInfo{Key: l.key, Name: l.name, Token: l.fence, AcquiredAt: l.acquiredAt, Held: time.Since(l.acquiredAt)}
+	return LeaseInfo{Key: l.key, Name: l.name, Owner: l.c.cfg.owner, Token: l.fence, AcquiredAt: l.acquiredAt, Held: time.Since(l.acquiredAt)}
 }
 
 // finish moves a held lease to its final state and cancels its context; it

@@ -19,7 +19,18 @@ type Observer interface {
 	// acquire succeeds (e.g. the trace context of the acquiring request), so
 	// a contender can tell whom it waited for. At most MaxMetadataLen bytes.
 	HolderMetadata(ctx context.Context, a AcquireInfo) string
-	// Contended is called for each attempt that found the lock held.
+	// Contended says whom an acquire met holding the lock, wherever it
+	// waited. attempt ≥ 1 numbers this acquire's own Redis attempt that
+	// Redis refused naming h: one call per such attempt. attempt 0 means h
+	// was met through this Client's local queue, with no Redis attempt of
+	// this acquire: a lease of this Client holding the lock, or the holder
+	// Redis named to the attempts of the queue's head (another caller)
+	// while this acquire waited behind it. Those are reported once per
+	// distinct holder (Owner and Token), when the local wait ends (its
+	// turn, a hand-off, or the end of the acquire), at most
+	// MaxQueuedHolders of them besides the one it queued behind; h.Seen
+	// says when the holder was met. So every acquire that waited names at
+	// least one holder, unless nothing ever answered (ErrUnavailable).
 	Contended(ctx context.Context, a AcquireInfo, h Holder, attempt int)
 	// AcquireEnd is called once per acquire with its outcome. On success the
 	// returned context is the base of the lease's context (a hold span, say);
@@ -36,6 +47,11 @@ type Observer interface {
 	Unlocked(ctx context.Context, a AcquireInfo, err error)
 }
 
+// MaxQueuedHolders bounds the holders met through the local queue that
+// one acquire reports (Contended with attempt 0): a Client keeps at most
+// that many per key for its waiters, however many holders came and went.
+const MaxQueuedHolders = 8
+
 // MaxMetadataLen bounds the holder metadata an Observer may store; longer
 // strings are cut.
 const MaxMetadataLen = 1024
@@ -49,21 +65,34 @@ type AcquireInfo struct {
 	Strategy string
 	Wait     time.Duration // wait budget; 0 = until the context ends
 	Start    time.Time
+	// Owner is the acquiring Client's owner id (WithOwner), which tells
+	// replicas apart.
+	Owner string
 }
 
 // AcquireResult is the end of one acquire call.
 type AcquireResult struct {
-	Outcome  Outcome
-	Attempts int           // Redis attempts made (0 when refused locally)
-	Waited   time.Duration // from AcquireStart to the end
-	Token    int64         // fencing token when acquired
-	Holder   Holder        // last holder seen when contended
-	Err      error         // nil when acquired
+	Outcome Outcome
+	// Attempts is the number of Redis attempts this acquire made itself: 0
+	// when it was refused locally (NoWait or MaxWaiters with the lock held
+	// or queued for inside this Client), when it was handed the lock
+	// (Handoff) before its turn to ask Redis came, or when it ended while
+	// still queued behind another caller.
+	Attempts int
+	// Handoff: the lock was handed over by a releasing lease of this
+	// Client, in the script that released it, rather than taken by an
+	// attempt of this acquire.
+	Handoff bool
+	Waited  time.Duration // from AcquireStart to the end
+	Token   int64         // fencing token when acquired
+	Holder  Holder        // last holder seen when contended
+	Err     error         // nil when acquired
 }
 
 // LeaseInfo describes a lease in lease events.
 type LeaseInfo struct {
 	Key, Name  string
+	Owner      string // the holding Client's owner id (WithOwner)
 	Token      int64
 	AcquiredAt time.Time
 	Held       time.Duration // time since AcquiredAt when the event happened

@@ -81,9 +81,12 @@ func (o Outcome) NotAcquired() bool { return o == OutcomeContended || o == Outco
 
 // Classify tells what an acquire error means for a caller whose context is
 // ctx. Key mistakes come first; then the caller's own context decides
-// Canceled or Deadline (never the error's text); then what was seen: held
-// (Contended, Timeout), a misuse (Misconfigured), a closed Client
-// (Closed), and everything else from Redis is Unavailable.
+// Canceled or Deadline (never the error's text): as the engine saw it when
+// the acquire ended, when the error is the engine's "the context ended"
+// (so every Classify of one error agrees with the Observer's outcome, at
+// any later moment), else ctx.Err(); then what was seen: held (Contended,
+// Timeout), a misuse (Misconfigured), a closed Client (Closed), and
+// everything else from Redis is Unavailable.
 func Classify(ctx context.Context, err error) Outcome {
 	if err == nil {
 		return OutcomeAcquired
@@ -95,11 +98,17 @@ func Classify(ctx context.Context, err error) Outcome {
 // path does not allocate the errors.As target).
 func classifyErr(ctx context.Context, err error) Outcome {
 	var na *NotAcquiredError
+	var ce *ctxEndedError
 	switch {
 	case errors.Is(err, ErrKeyConfig):
 		return OutcomeMisconfigured
 	case errors.Is(err, ErrInvalidKey):
 		return OutcomeBadKey
+	case errors.As(err, &ce):
+		if errors.Is(ce.err, context.DeadlineExceeded) {
+			return OutcomeDeadline
+		}
+		return OutcomeCanceled
 	case ctx != nil && ctx.Err() != nil:
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return OutcomeDeadline

@@ -1,6 +1,9 @@
 package core
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Hand-off and wait-queue limits.
 const (
@@ -68,9 +71,16 @@ type keyQueue struct {
 	// too, giving back a grant it may have received.
 	inRedis bool
 	waiters []*waiter
-	held    int    // leases of this Client holding the lock (0 or 1 unless one was lost unnoticed)
-	holder  Holder // the local holder, for waiters' telemetry
-	streak  int    // direct hand-offs in a row
+	held    int // leases of this Client holding the lock (0 or 1 unless one was lost unnoticed)
+	// holder is the last holder the queue met (at moment seen): the local
+	// holder while held > 0, else the holder Redis last named to an
+	// attempt. Local refusals and waiters' telemetry name it.
+	holder Holder
+	// met logs the holders met for waiters that queue behind others: made
+	// when the first such waiter queues (the uncontended acquire needs
+	// none), bounded (MaxQueuedHolders).
+	met    *holderLog
+	streak int // direct hand-offs in a row
 	// run is the length of the current run of hand-offs while others wait
 	// in Redis: the local waiters queued at its first hand-off. remote: the
 	// last hand-off's reply said other processes wait.
@@ -90,7 +100,7 @@ type keyQueue struct {
 	buf [1]*waiter
 	// seen counts the moments a holder was seen while the queue existed: an
 	// attempt that Redis answered "held", a lease of this Client taking the
-	// lock. contended: the last answered attempt said "held" and the head
+	// lock (by a hand-off too). contended: the last answered attempt said "held" and the head
 	// has not asked again since (it waits for a notification on that
 	// knowledge). Together they tell a waiter whose budget ended whether
 	// the lock was seen held during its wait, or whether Redis simply never
@@ -98,6 +108,36 @@ type keyQueue struct {
 	seen      uint64
 	contended bool
 }
+
+// holderLog is a ring of the last MaxQueuedHolders holders a queue met,
+// each with the moment (keyQueue.seen) it was last met. A waiter reports
+// those met since it queued when its local wait ends; the head's own
+// attempts report theirs directly.
+type holderLog struct {
+	e [MaxQueuedHolders]loggedHolder
+	n uint64 // entries ever added
+}
+
+type loggedHolder struct {
+	seq uint64
+	h   Holder
+}
+
+// add logs h met at moment seq; a holder met again right after itself
+// only moves its entry's moment (its Seen stays when it was first met).
+func (l *holderLog) add(seq uint64, h Holder) {
+	if l.n > 0 {
+		if last := &l.e[(l.n-1)%MaxQueuedHolders]; sameHolder(last.h, h) {
+			last.seq = seq
+			return
+		}
+	}
+	l.e[l.n%MaxQueuedHolders] = loggedHolder{seq: seq, h: h}
+	l.n++
+}
+
+// sameHolder: one lease, as telemetry tells holders apart.
+func sameHolder(a, b Holder) bool { return a.Token == b.Token && a.Owner == b.Owner }
 
 type waiter struct {
 	// turn gets a value when the waiter becomes the head with the lock not
@@ -132,14 +172,15 @@ func (c *Client) queue(n redisNames) *keyQueue {
 	return q
 }
 
-// enqueue adds a waiter; false when maxWaiters (> 0) are already waiting.
-// holder is the local holder when the waiter queues behind one.
+// enqueue adds a waiter; false when maxWaiters (> 0) are already waiting
+// (holder is then the last holder the queue met, if any: Seen set). When
+// the waiter queues behind a lease of this Client, holder is that lease.
 func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waiter, holder Holder, ok bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queue(n)
 	if maxWaiters > 0 && len(q.waiters) >= maxWaiters {
-		return nil, q.holder, false
+		return nil, q.lastMet(), false
 	}
 	if q.w0.turn == nil {
 		w = &q.w0 // a new queue (w0 is never reused: a queue is dropped once empty)
@@ -151,6 +192,13 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int) (w *waite
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 && q.held == 0 {
 		w.turn <- struct{}{}
+	} else if q.met == nil {
+		// The first waiter that waits behind another caller: from now on
+		// the holders met are logged for it, starting with the last one.
+		q.met = &holderLog{}
+		if q.seen > 0 {
+			q.met.add(q.seen, q.holder)
+		}
 	}
 	if q.held > 0 {
 		holder = q.holder
@@ -171,12 +219,10 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 		w.grant = nil
 		q.held--
 		c.releaseLater(n, w.req.token)
-	case w.grant != nil:
-		q.holder = h
+	case w.grant != nil: // counted and logged by finishHandoff
 	case acquired:
 		q.held++
-		q.holder = h
-		q.taken()
+		q.taken(h)
 	case w.handing:
 		w.abandoned = true // the releaser finishes the hand-off and gives it back
 	}
@@ -241,6 +287,7 @@ func (c *Client) finishHandoff(rkey string, w *waiter, ok, remote bool, g grant)
 	case ok && !w.abandoned:
 		c.remove(q, w)
 		w.grant = &g
+		q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: g.fence})
 		q.streak++
 		w.turn <- struct{}{}
 		return false // held stays 1: the lock moved from one local lease to another
@@ -253,12 +300,15 @@ func (c *Client) finishHandoff(rkey string, w *waiter, ok, remote bool, g grant)
 	return giveBack
 }
 
-// localBusy: this Client holds rkey or queues for it (NoWait refuses then).
+// localBusy: this Client holds rkey or queues for it, and knows whom for:
+// the local holder, or the holder Redis last named to its queue's head.
+// NoWait refuses then, naming that holder; with nobody known yet (the
+// head's first attempt unanswered) it makes its one attempt instead.
 func (c *Client) localBusy(rkey string) (Holder, bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
-	if q != nil && (q.held > 0 || len(q.waiters) > 0) {
+	if q != nil && (q.held > 0 || len(q.waiters) > 0) && q.seen > 0 {
 		return q.holder, true
 	}
 	return Holder{}, false
@@ -270,25 +320,77 @@ func (c *Client) localAcquired(n redisNames, h Holder) {
 	defer c.qmu.Unlock()
 	q := c.queue(n)
 	q.held++
-	q.holder = h
-	q.taken()
+	q.taken(h)
 }
 
-// taken: a lease of this Client took the lock; c.qmu held. It is a holder
-// seen by every waiter queued now, and Redis's earlier "held" is history.
-func (q *keyQueue) taken() {
-	q.seen++
+// taken: a lease of this Client (h) took the lock; c.qmu held. It is a
+// holder seen by every waiter queued now, and Redis's earlier "held" is
+// history.
+func (q *keyQueue) taken(h Holder) {
+	q.met1(h)
 	q.contended = false
 }
 
-// refused: Redis answered an attempt on rkey "held by another owner" (the
-// head's, or a TryAcquire's of this Client). Every waiter queued now has
+// met1 records h, met now (a new moment seen), as the last holder and in
+// the log; c.qmu held. A holder met again keeps the Seen it was first met.
+func (q *keyQueue) met1(h Holder) {
+	q.seen++
+	switch {
+	case q.seen > 1 && sameHolder(q.holder, h):
+		h.Seen = q.holder.Seen
+	case h.Seen.IsZero():
+		h.Seen = time.Now()
+	}
+	q.holder = h
+	if q.met != nil {
+		q.met.add(q.seen, h)
+	}
+}
+
+// lastMet is the last holder the queue met; zero when none; c.qmu held.
+func (q *keyQueue) lastMet() Holder {
+	if q.seen == 0 {
+		return Holder{}
+	}
+	return q.holder
+}
+
+// metWhileQueued returns the distinct holders w's queue met since w queued
+// (and the one known when it queued), oldest first, at most
+// MaxQueuedHolders: whom w waited for while it waited behind others. Not
+// w itself when it was handed the lock.
+func (c *Client) metWhileQueued(rkey string, w *waiter) []Holder {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queues[rkey]
+	if q == nil || q.met == nil {
+		return nil
+	}
+	l := q.met
+	var hs []Holder
+	for i := l.n - min(l.n, MaxQueuedHolders); i < l.n; i++ {
+		e := &l.e[i%MaxQueuedHolders]
+		if e.seq < w.seen0 || (e.seq == w.seen0 && !w.heldAtStart) {
+			continue
+		}
+		if w.grant != nil && e.h.Token == w.grant.fence && e.h.Owner == w.req.owner {
+			continue
+		}
+		if !slices.ContainsFunc(hs, func(h Holder) bool { return sameHolder(h, e.h) }) {
+			hs = append(hs, e.h)
+		}
+	}
+	return hs
+}
+
+// refused: Redis answered an attempt on rkey "held by h" (the head's, or
+// a TryAcquire's or NoWait's of this Client). Every waiter queued now has
 // seen the holder. queued: the attempt put the queue in Redis's wait queue.
-func (c *Client) refused(rkey string, queued bool) {
+func (c *Client) refused(rkey string, queued bool, h Holder) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
-		q.seen++
+		q.met1(h)
 		q.contended = true
 		q.inRedis = q.inRedis || queued
 		if q.id == "" && c.b.canHandoff() {

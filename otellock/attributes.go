@@ -21,13 +21,24 @@ const (
 	// AttrOutcome is how an acquire ended (acquired, contended, timeout,
 	// canceled, error) or how a renewal went (ok, lost, error).
 	AttrOutcome = attribute.Key("lockkit.lock.outcome")
-	// AttrAttempts is the number of Redis attempts an acquire made.
+	// AttrAttempts is the number of Redis attempts an acquire made itself
+	// (core.AcquireResult.Attempts): 0 when it was refused locally, or
+	// handed the lock (AttrHandoff) before its turn to ask Redis came.
 	AttrAttempts = attribute.Key("lockkit.lock.attempts")
+	// AttrHandoff is true on a lock.acquire whose lock was handed over by a
+	// releasing lease of the same Client (core.AcquireResult.Handoff), in
+	// the script that released it; absent otherwise.
+	AttrHandoff = attribute.Key("lockkit.lock.handoff")
+	// AttrOwner is the acquiring Client's owner id (core.WithOwner), on
+	// lock.acquire and lock.hold: it tells replicas apart.
+	AttrOwner = attribute.Key("lockkit.lock.owner")
 	// AttrFencingToken is the fencing token of the acquired lease.
 	AttrFencingToken = attribute.Key("lockkit.lock.fencing_token")
 	// AttrWaitStrategy is how the caller waited: notify, nowait or try.
 	AttrWaitStrategy = attribute.Key("lockkit.lock.wait.strategy")
-	// AttrAttempt numbers the attempt that met contention (lock.contended events).
+	// AttrAttempt numbers the Redis attempt of this acquire that first met
+	// the holder (lock.contended events); 0 when the holder was met through
+	// the Client's local queue (core.Observer.Contended).
 	AttrAttempt = attribute.Key("lockkit.lock.attempt")
 	// AttrHolderOwner is the holder's owner id (core.WithOwner), on
 	// lock.contended events and holder links.

@@ -16,8 +16,8 @@
 //
 //	POST /orders/:id/pay                  (server span)
 //	├── lock.acquire                      the wait
-//	│     events: lock.contended (one per attempt that found the lock held)
-//	│     links:  the holder's lock.acquire span (one per distinct holder)
+//	│     events: lock.contended (one per distinct holder met, when it was met)
+//	│     links:  the holder's request span (one per distinct holder)
 //	└── lock.hold                         acquisition → release or loss
 //	      events: lock.renewed (one per renewal round)
 //	      └── the handler's own spans
@@ -29,22 +29,54 @@
 //
 // Attributes: lockkit.lock.name (core.Name: route template, RPC method),
 // lockkit.lock.key (per WithKeyAttribute: a hash by default, see HashKey),
+// lockkit.lock.owner (the Client's core.WithOwner: which replica),
 // lockkit.lock.wait.strategy (notify, nowait, try), lockkit.lock.outcome
-// (acquired, contended, timeout, canceled, error), lockkit.lock.attempts
-// and lockkit.lock.fencing_token. A failed acquire, a lost lease and a
-// failed release set status Error and error.type. Status descriptions
-// leave the key out unless keys are recorded raw.
+// (the core.Outcome: acquired, contended, timeout, canceled, ...),
+// lockkit.lock.attempts (the Redis attempts the acquire made itself),
+// lockkit.lock.handoff (true when a lease of the same Client handed the
+// lock over: no attempt of its own was needed) and
+// lockkit.lock.fencing_token. An acquire that did not get the lock carries
+// error.type, its outcome.
+//
+// # Status
+//
+// A span's status is Error only when the lock could not do its job, so
+// that a dashboard's red is a fault to look into, never a policy working
+// as meant (following the OpenTelemetry conventions: expected outcomes are
+// not errors of the operation, the way a server span leaves 4xx Unset):
+//
+//	lock.acquire  Error: unavailable, closed, misconfigured, bad_key
+//	              Unset: acquired; contended, timeout (another owner held it: the
+//	                     service's own wait policy), canceled, deadline_exceeded
+//	                     (the caller's decision); error.type says which
+//	lock.hold     Error: lost, closed (the handler ran without the lock from then on),
+//	              and a failed release (not_held, unavailable)
+//
+// The request's own span carries the request's status (409, 503,
+// Aborted, ...), set by its instrumentation. Status descriptions leave the
+// key out unless keys are recorded raw.
 //
 // # Holder links
 //
-// When a lock is acquired, the holder's lock.acquire span context is stored
-// next to the lock as holder metadata, written by the propagator (for W3C
-// Trace Context: "traceparent=00-<trace id>-<span id>-01"). Only the span
-// context is written, never the request's baggage. A waiter whose attempt
-// finds the lock held gets that metadata in the same round trip and adds a
-// span link to it, so a tracing UI jumps from the waiting request to the
-// request that held the lock. Without a propagator (the global default is a
-// no-op) there is no metadata and so no link.
+// When a lock is acquired, the span context of the acquiring request (the
+// span in the acquire context, lock.acquire's parent; lock.acquire's own
+// when there is none) is stored next to the lock as holder metadata, in
+// the same write, by the propagator (for W3C Trace Context:
+// "traceparent=00-<trace id>-<span id>-01"). Only the span context is
+// written, never the request's baggage. A waiter whose attempt finds the
+// lock held gets that metadata in the same round trip and adds a span link
+// to it, so a tracing UI jumps from the waiting request to the request
+// that held the lock. Without a propagator (the global default is a no-op)
+// there is no metadata and so no link.
+//
+// Every wait says whom it waited for, wherever it waited: a request queued
+// in its Client's local queue behind another request of the same process
+// (which asks Redis for all of them) gets the holders that request met,
+// and the same-process holders before it, as lock.contended events with
+// lockkit.lock.attempt 0 (core.Observer.Contended). Each event carries the
+// holder's owner and fencing token (lockkit.lock.holder.owner,
+// lockkit.lock.holder.fencing_token) and the time the holder was met; each
+// link carries them too. A span records at most 32 holders.
 //
 // # Metrics
 //
@@ -53,7 +85,7 @@
 //
 //	lockkit.lock.acquire.duration  histogram       Acquire time, waiting included (name, outcome, error.type)
 //	lockkit.lock.hold.duration     histogram       acquisition → release or loss (name, error.type on an abnormal end)
-//	lockkit.lock.contentions       counter         attempts that found the lock held (name)
+//	lockkit.lock.contentions       counter         holders met by waits, one per distinct holder per acquire (name)
 //	lockkit.lock.acquisitions      counter         acquire calls (name, outcome, error.type)
 //	lockkit.lock.renewals          counter         renewal rounds (name, outcome ok|lost|error, error.type)
 //	lockkit.lock.losses            counter         leases ended without Release (name, error.type lost|closed)

@@ -13,7 +13,7 @@ import (
 const (
 	MetricAcquireDuration = "lockkit.lock.acquire.duration" // histogram: time spent in Acquire, by outcome
 	MetricHoldDuration    = "lockkit.lock.hold.duration"    // histogram: acquisition to release or loss
-	MetricContentions     = "lockkit.lock.contentions"      // counter: attempts that found the lock held
+	MetricContentions     = "lockkit.lock.contentions"      // counter: holders met by waits (one per distinct holder per acquire)
 	MetricAcquisitions    = "lockkit.lock.acquisitions"     // counter: acquire calls, by outcome
 	MetricRenewals        = "lockkit.lock.renewals"         // counter: renewal rounds, by outcome
 	MetricLosses          = "lockkit.lock.losses"           // counter: leases that ended without Release
@@ -83,7 +83,7 @@ func newInstruments(m metric.Meter) *instruments {
 		}
 		return c
 	}
-	i.contentions = counter(MetricContentions, "{attempt}", "Acquire attempts that found the lock held by another owner.")
+	i.contentions = counter(MetricContentions, "{holder}", "Holders an acquire met while it waited, once per distinct holder (owner and fencing token).")
 	i.acquisitions = counter(MetricAcquisitions, "{acquire}", "Acquire calls, by outcome.")
 	i.renewals = counter(MetricRenewals, "{renewal}", "Lease renewal rounds, by outcome.")
 	i.losses = counter(MetricLosses, "{lease}", "Leases that ended without being released (lost, or client closed).")

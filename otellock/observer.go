@@ -3,6 +3,7 @@ package otellock
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/lockkit/lockkit/core"
 	"go.opentelemetry.io/otel/attribute"
@@ -16,12 +17,13 @@ import (
 const (
 	SpanAcquire    = "lock.acquire"   // the wait: AcquireStart to AcquireEnd
 	SpanHold       = "lock.hold"      // the holding: acquisition to release or loss
-	EventContended = "lock.contended" // on lock.acquire: one per attempt that found the lock held
+	EventContended = "lock.contended" // on lock.acquire: one per distinct holder the wait met
 	EventRenewed   = "lock.renewed"   // on lock.hold: one per renewal round
 	EventUnlocked  = "lock.unlocked"  // on the request's span: the handler ran without the lock (fail-open)
 )
 
-// maxLinks bounds the holder links of one lock.acquire span.
+// maxLinks bounds the holders one lock.acquire span records: its
+// lock.contended events and its links (and the contentions it counts).
 const maxLinks = 32
 
 // New returns a core.Observer that reports lock waits and holds to
@@ -57,8 +59,14 @@ type acquireCtx struct {
 	context.Context                 // trace.ContextWithSpan(parent, span)
 	parent          context.Context // the caller's: lock.hold's parent
 	span            trace.Span
-	lastMeta        string              // the holder metadata decoded last
+	holders         []holderID          // holders met so far (at most maxLinks)
 	links           []trace.SpanContext // holders linked so far
+}
+
+// holderID tells holders apart: one lease of one owner.
+type holderID struct {
+	owner string
+	token int64
 }
 
 type acquireKey struct{}
@@ -105,48 +113,83 @@ func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context
 	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
 	sctx, span := o.tracer.Start(ctx, SpanAcquire, o.spanOpts...)
 	if span.IsRecording() {
-		o.setLockAttrs(span, a.Name, a.Key, AttrWaitStrategy.String(a.Strategy))
+		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrWaitStrategy.String(a.Strategy))
 	}
 	return &acquireCtx{Context: sctx, parent: ctx, span: span}
 }
 
-// setLockAttrs sets name, key (per mode) and extra on span.
-func (o *observer) setLockAttrs(span trace.Span, name, key string, extra ...attribute.KeyValue) {
-	kv := make([]attribute.KeyValue, 0, 2+len(extra))
+// setLockAttrs sets name, key (per mode), owner and extra on span.
+func (o *observer) setLockAttrs(span trace.Span, name, key, owner string, extra ...attribute.KeyValue) {
+	k, withKey := o.cfg.keyAttr(key)
+	n := len(extra)
+	for _, b := range [...]bool{name != "", withKey, owner != ""} {
+		if b {
+			n++
+		}
+	}
+	kv := make([]attribute.KeyValue, 0, n) // exact: the SDK keeps it
 	if name != "" {
 		kv = append(kv, AttrName.String(name))
 	}
-	if k, ok := o.cfg.keyAttr(key); ok {
+	if withKey {
 		kv = append(kv, k)
+	}
+	if owner != "" {
+		kv = append(kv, AttrOwner.String(owner))
 	}
 	kv = append(kv, extra...)
 	span.SetAttributes(kv...)
 }
 
-// HolderMetadata is the lock.acquire span's context, as the propagator
-// writes it: a waiter that finds this lock held links to it.
+// HolderMetadata is the span context of the request that acquires (the
+// span in the context given to AcquireStart, lock.acquire's parent), as
+// the propagator writes it; lock.acquire's own when that one is not
+// valid. A waiter that finds this lock held links to it: to the request
+// that held the lock, not to its millisecond of acquiring.
 func (o *observer) HolderMetadata(ctx context.Context, _ core.AcquireInfo) string {
 	st := acquireFrom(ctx)
 	if st == nil {
 		return ""
 	}
+	if sc := trace.SpanContextFromContext(st.parent); sc.IsValid() {
+		return encodeHolder(o.prop, sc)
+	}
 	return encodeHolder(o.prop, st.span.SpanContext())
 }
 
-// Contended counts the contention, adds an event, and links lock.acquire to
-// the holder's span the first time this holder is seen.
+// Contended records a holder the wait met, once per distinct holder (owner
+// and fencing token) and at most maxLinks of them: it counts it, adds a
+// lock.contended event at the moment the holder was met, and links
+// lock.acquire to the holder's request span when the holder stored one.
 func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Holder, attempt int) {
-	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
 	st := acquireFrom(ctx)
+	if st != nil {
+		id := holderID{h.Owner, h.Token}
+		if len(st.holders) >= maxLinks || slices.Contains(st.holders, id) {
+			return
+		}
+		st.holders = append(st.holders, id)
+	}
+	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
 	if st == nil || !st.span.IsRecording() {
 		return
 	}
 	holder := []attribute.KeyValue{AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token)}
-	st.span.AddEvent(EventContended, trace.WithAttributes(append(holder, AttrAttempt.Int(attempt))...))
-	if h.Metadata == "" || h.Metadata == st.lastMeta || len(st.links) >= maxLinks {
+	// The event is dated when the holder was met; one met before this wait
+	// began (the holder it queued behind) at the wait's start.
+	attrs := trace.WithAttributes(append(holder, AttrAttempt.Int(attempt))...)
+	if h.Seen.IsZero() {
+		st.span.AddEvent(EventContended, attrs)
+	} else {
+		at := h.Seen
+		if at.Before(a.Start) {
+			at = a.Start
+		}
+		st.span.AddEvent(EventContended, attrs, trace.WithTimestamp(at))
+	}
+	if h.Metadata == "" {
 		return
 	}
-	st.lastMeta = h.Metadata
 	sc := decodeHolder(o.prop, h.Metadata)
 	if !sc.IsValid() {
 		return
@@ -178,11 +221,16 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	if st := acquireFrom(ctx); st != nil {
 		parent = st.parent
 		if st.span.IsRecording() {
-			if r.Outcome == core.OutcomeAcquired {
+			switch {
+			case r.Outcome == core.OutcomeAcquired && r.Handoff:
+				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrFencingToken.Int64(r.Token), AttrHandoff.Bool(true))
+			case r.Outcome == core.OutcomeAcquired:
 				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrFencingToken.Int64(r.Token))
-			} else {
+			default:
 				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrErrorType.String(et))
-				st.span.SetStatus(codes.Error, o.describe(r.Err, et))
+				if acquireFailed(r.Outcome) {
+					st.span.SetStatus(codes.Error, o.describe(r.Err, et))
+				}
 			}
 		}
 		st.span.End()
@@ -196,13 +244,28 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	}
 	hctx, span := o.tracer.Start(parent, SpanHold, o.spanOpts...)
 	if span.IsRecording() {
-		o.setLockAttrs(span, a.Name, a.Key, AttrFencingToken.Int64(r.Token))
+		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrFencingToken.Int64(r.Token))
 	} else if !span.SpanContext().IsValid() {
 		// A no-op span (no provider): nothing to end or to parent to, and
 		// the caller's span stays the current one.
 		return parent
 	}
 	return &holdCtx{Context: hctx, span: span}
+}
+
+// acquireFailed: an acquire that ended so is the lock's failure to do its
+// job (status Error): Redis unavailable, a misconfigured server, a key the
+// request could not give, a Client closed under it. The others — held by
+// another owner (contended, timeout), the caller's context ended
+// (canceled, deadline_exceeded) — are the service's own policy or its
+// caller's decision: error.type says which, the status stays Unset and the
+// request's span carries the request's status.
+func acquireFailed(o core.Outcome) bool {
+	switch o {
+	case core.OutcomeAcquired, core.OutcomeContended, core.OutcomeTimeout, core.OutcomeCanceled, core.OutcomeDeadline:
+		return false
+	}
+	return true
 }
 
 // Renewed counts the renewal round by outcome and adds an event to lock.hold.

@@ -45,9 +45,10 @@ func TestOneLinkPerHolder(t *testing.T) {
 	}
 }
 
-// The holder metadata is the lock.acquire span's W3C traceparent and
-// nothing else (no baggage); it stays within core.MaxMetadataLen, dropping
-// whole fields that would not fit.
+// The holder metadata is the W3C traceparent of the acquiring request's
+// span (lock.acquire's parent) and nothing else (no baggage); it stays
+// within core.MaxMetadataLen, dropping whole fields that would not fit.
+// Without a request span it is lock.acquire's own.
 func TestHolderMetadata(t *testing.T) {
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	tel := newTelemetry(t, otellock.WithPropagators(prop))
@@ -57,10 +58,14 @@ func TestHolderMetadata(t *testing.T) {
 	info := core.AcquireInfo{Key: "k"}
 	ctx := tel.obs.AcquireStart(rctx, info)
 	meta := tel.obs.HolderMetadata(ctx, info)
-	span := trace.SpanFromContext(ctx)
-	if want := metaFor(span.SpanContext()); meta != want {
-		t.Fatalf("metadata %q, want %q", meta, want)
+	if want := metaFor(req.SpanContext()); meta != want {
+		t.Fatalf("metadata %q, want the request's %q", meta, want)
 	}
+	bare := tel.obs.AcquireStart(context.Background(), info)
+	if got, want := tel.obs.HolderMetadata(bare, info), metaFor(trace.SpanFromContext(bare).SpanContext()); got != want {
+		t.Fatalf("metadata without a request span %q, want lock.acquire's %q", got, want)
+	}
+	tel.obs.AcquireEnd(bare, info, core.AcquireResult{Outcome: core.OutcomeUnavailable, Err: core.ErrUnavailable})
 	if strings.Contains(meta, "alice") {
 		t.Fatal("baggage stored in the holder metadata")
 	}

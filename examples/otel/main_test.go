@@ -48,7 +48,7 @@ func runExample(t *testing.T) (*result, string) {
 }
 
 // checkContendedPair: two requests in two traces; the waiter's lock.acquire
-// links to the holder's lock.acquire; lock.hold and the handler's span sit
+// links to the holder's request (its lock.acquire's parent); lock.hold and the handler's span sit
 // where they should.
 func checkContendedPair(t *testing.T, spans []trace.ReadOnlySpan) {
 	t.Helper()
@@ -85,8 +85,8 @@ func checkContendedPair(t *testing.T, spans []trace.ReadOnlySpan) {
 		t.Fatalf("want one lock.acquire with one link and one without")
 	}
 	l := waiter.Links()[0].SpanContext
-	if l.TraceID() != holder.SpanContext().TraceID() || l.SpanID() != holder.SpanContext().SpanID() {
-		t.Fatalf("link %v/%v, want the holder's lock.acquire %v/%v", l.TraceID(), l.SpanID(), holder.SpanContext().TraceID(), holder.SpanContext().SpanID())
+	if l.TraceID() != holder.SpanContext().TraceID() || l.SpanID() != holder.Parent().SpanID() {
+		t.Fatalf("link %v/%v, want the holder's request %v/%v", l.TraceID(), l.SpanID(), holder.SpanContext().TraceID(), holder.Parent().SpanID())
 	}
 	for _, s := range append(acquires, holds...) {
 		if p := byID[s.Parent().SpanID().String()]; p == nil || p.Name() != "POST "+payRoute {
@@ -108,7 +108,7 @@ func TestExampleStdout(t *testing.T) {
 	for _, want := range []string{
 		`{"Name":"lock.acquire"`, // stdouttrace's JSON
 		"embedded miniredis",
-		"link → trace 1, span lock.acquire",
+		"link → trace 1, span POST " + payRoute,
 		"lockkit.lock.acquisitions{",
 		otellock.MetricContentions,
 	} {
