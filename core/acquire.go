@@ -572,9 +572,7 @@ func (c *Client) releaseAfter(n redisNames, token string, err error) {
 		c.releaseLater(n, token)
 		return
 	}
-	c.bg.Add(1)
-	go func() {
-		defer c.bg.Done()
+	c.background(func() {
 		t := time.NewTimer(c.cfg.releaseTimeout)
 		select {
 		case <-ab.done:
@@ -582,17 +580,33 @@ func (c *Client) releaseAfter(n redisNames, token string, err error) {
 		}
 		t.Stop()
 		c.giveBack(n, token)
-	}()
+	})
 }
 
 // releaseLater gives back a token whose acquire may or may not have run
 // (timeout, lost reply), best effort and bounded, so the lock is not stuck
 // for a whole TTL.
 func (c *Client) releaseLater(n redisNames, token string) {
+	c.background(func() { c.giveBack(n, token) })
+}
+
+// background runs fn on its own goroutine, which Close waits for. Once
+// Close has begun waiting, fn still runs (a give-back is never dropped;
+// every one is bounded by the release timeout) but untracked: no work may
+// be added to a WaitGroup that Wait may be watching, and fn must not run
+// on the caller's goroutine, which may hold c.qmu.
+func (c *Client) background(fn func()) {
+	c.bgMu.Lock()
+	if c.bgClosed {
+		c.bgMu.Unlock()
+		go fn()
+		return
+	}
 	c.bg.Add(1)
+	c.bgMu.Unlock()
 	go func() {
 		defer c.bg.Done()
-		c.giveBack(n, token)
+		fn()
 	}()
 }
 

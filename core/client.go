@@ -34,6 +34,10 @@ type Client struct {
 	closeOnce sync.Once
 	closeErr  error
 	bg        sync.WaitGroup // best-effort releases after ambiguous acquires
+	// bgMu guards bgClosed, which Close sets before it waits for bg: a
+	// WaitGroup must not gain work while Wait may be running.
+	bgMu     sync.Mutex
+	bgClosed bool
 }
 
 // New returns a Client on rdb: a *redis.Client (standalone or the sentinel
@@ -127,6 +131,9 @@ func (c *Client) Close() error {
 		close(c.closing)
 		leases := c.ren.stop()
 		c.closeErr = c.releaseAll(leases)
+		c.bgMu.Lock()
+		c.bgClosed = true
+		c.bgMu.Unlock()
 		c.bg.Wait()
 		c.b.close()
 	})
