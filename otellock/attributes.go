@@ -2,8 +2,6 @@ package otellock
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 
 	"github.com/lockkit/lockkit/core"
@@ -90,12 +88,9 @@ func errorType(err error) string {
 }
 
 // HashKey is the value of lockkit.lock.key in the default KeyHashed mode:
-// the first 8 bytes of the key's SHA-256, in hex. Compute it for a key to
-// find that key's spans.
-func HashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:8])
-}
+// the first 8 bytes of the key's SHA-256, in hex (core.HashKey, which
+// lockview shows too). Compute it for a key to find that key's spans.
+func HashKey(key string) string { return core.HashKey(key) }
 
 func (c *config) keyAttr(key string) (attribute.KeyValue, bool) {
 	switch c.keyMode {
