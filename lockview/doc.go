@@ -28,7 +28,7 @@
 //   - Hottest keys by wait: per key, the acquires that ended within the
 //     window (WithWindow, one minute by default; at most WithSamples of the
 //     latest) with their wait p50, p99 and max, how they ended, and the
-//     holder the last refused attempt met. The table tracks at most
+//     holder most recently met. The table tracks at most
 //     WithMaxKeys keys: a new key replaces the coldest of a few sampled
 //     entries (wait decaying over the window), so a flood of distinct keys
 //     cannot grow it, and the hot keys stay.

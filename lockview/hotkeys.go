@@ -34,8 +34,10 @@ type hotKey struct {
 	next, n   int
 	score     float64
 	scoreAt   int64
-	// The holder the last refused attempt met, and how many attempts were
-	// refused since the key was tracked.
+	// The most recently seen holder (by the time it was met, which for a
+	// waiter queued behind its Client's head is earlier than its report),
+	// and how many Redis attempts of this process were refused since the
+	// key was tracked.
 	holderOwner string
 	holderToken int64
 	holderAt    int64
@@ -168,9 +170,10 @@ type HotKey struct {
 	WaitP50   float64 `json:"wait_p50_ms"`
 	WaitP99   float64 `json:"wait_p99_ms"`
 	WaitMax   float64 `json:"wait_max_ms"`
-	// LastHolder is the holder the key's last refused attempt met.
+	// LastHolder is the holder most recently met on the key (by a refused
+	// attempt, or by a waiter queued behind its Client's head).
 	LastHolder *SeenHolder `json:"last_holder,omitempty"`
-	// RefusedAttempts counts the attempts that found the key held since it
+	// RefusedAttempts counts the Redis attempts that found the key held since it
 	// was tracked (not only within the window).
 	RefusedAttempts uint64 `json:"refused_attempts"`
 }

@@ -84,12 +84,20 @@ func (r *recorder) AcquireStart(ctx context.Context, _ core.AcquireInfo) context
 
 func (r *recorder) HolderMetadata(context.Context, core.AcquireInfo) string { return "" }
 
-func (r *recorder) Contended(_ context.Context, a core.AcquireInfo, h core.Holder, _ int) {
+func (r *recorder) Contended(_ context.Context, a core.AcquireInfo, h core.Holder, attempt int) {
 	now := time.Now().UnixNano()
+	seen := now
+	if !h.Seen.IsZero() {
+		seen = h.Seen.UnixNano() // a waiter queued behind its head reports holders when its wait ends
+	}
 	r.mu.Lock()
 	e := r.hot.entry(a.Key, now)
-	e.holderOwner, e.holderToken, e.holderAt = h.Owner, h.Token, now
-	e.refused++
+	if seen >= e.holderAt { // never let an older sighting replace a newer one
+		e.holderOwner, e.holderToken, e.holderAt = h.Owner, h.Token, seen
+	}
+	if attempt > 0 { // a Redis attempt that found the key held, not a queued waiter's report
+		e.refused++
+	}
 	if a.Name != "" {
 		e.name = a.Name
 	}

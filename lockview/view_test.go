@@ -67,8 +67,10 @@ func TestJSONDuringContendedRun(t *testing.T) {
 		if h.WaitP99 < 10 {
 			t.Errorf("%s: p99 %v ms, want at least one hold of 10ms", key, h.WaitP99)
 		}
-		if h.LastHolder == nil || h.LastHolder.Owner != "replica-1" || h.LastHolder.Token <= 0 || h.RefusedAttempts == 0 {
-			t.Errorf("%s: last holder %+v, refused %d: want replica-1 met", key, h.LastHolder, h.RefusedAttempts)
+		// One Client's workers queue behind each other (its hand-offs need
+		// no Redis attempt): the holder is met through the local queue.
+		if h.LastHolder == nil || h.LastHolder.Owner != "replica-1" || h.LastHolder.Token <= 0 {
+			t.Errorf("%s: last holder %+v: want replica-1 met", key, h.LastHolder)
 		}
 	}
 	if !slices.IsSortedFunc(s.HotKeys, func(a, b lockview.HotKey) int {

@@ -217,9 +217,16 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	o.m.acquisitions.Add(ctx, 1, mo.add...)
 	o.m.acquireDur.Record(ctx, r.Waited.Seconds(), mo.rec...)
 
-	parent := ctx
+	// base is what the lease's context builds on: ctx itself, so that what
+	// other Observers beside this one (core.Observers) put in the acquire's
+	// context is still there in the lease's events, with the request's span
+	// (lock.acquire's parent) current again instead of the ended
+	// lock.acquire.
+	base := ctx
 	if st := acquireFrom(ctx); st != nil {
-		parent = st.parent
+		if r.Outcome == core.OutcomeAcquired {
+			base = trace.ContextWithSpan(ctx, trace.SpanFromContext(st.parent))
+		}
 		if st.span.IsRecording() {
 			switch {
 			case r.Outcome == core.OutcomeAcquired && r.Handoff:
@@ -240,15 +247,15 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	}
 	o.m.held.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
 	if !o.cfg.holdSpan {
-		return parent
+		return base
 	}
-	hctx, span := o.tracer.Start(parent, SpanHold, o.spanOpts...)
+	hctx, span := o.tracer.Start(base, SpanHold, o.spanOpts...)
 	if span.IsRecording() {
 		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrFencingToken.Int64(r.Token))
 	} else if !span.SpanContext().IsValid() {
 		// A no-op span (no provider): nothing to end or to parent to, and
 		// the caller's span stays the current one.
-		return parent
+		return base
 	}
 	return &holdCtx{Context: hctx, span: span}
 }
