@@ -14,6 +14,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/ordersecho"
 	"github.com/lockkit/lockkit/examples/internal/ordersgin"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
@@ -44,8 +45,9 @@ var replicaNames = []string{replicaGin, replicaEcho, replicaGRPC}
 // echo v5; the routes are listed in ordershttp) and the server of
 // examples/grpc (ordersgrpc, with its streams), each on the witness's view
 // of the one order book.
-// extra are the Observers each lock Client gets besides its lockStats.
-func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Observer) (_ []*replica, err error) {
+// Each has its own telemetry (forReplica): its spans its own
+// service.instance.id, its lock Client otellock besides its lockStats.
+func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Telemetry) (_ []*replica, err error) {
 	var reps []*replica
 	defer func() {
 		if err != nil {
@@ -56,7 +58,12 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Obser
 		rep := &replica{name: name, proto: "http", rdb: r.NewClient(), stats: newLockStats()}
 		rep.stop = func(context.Context) error { return nil }
 		reps = append(reps, rep)
-		rep.lock, err = core.New(rep.rdb, core.WithObserver(observe(append([]core.Observer{rep.stats}, extra...)...)), core.WithOwner("demo-"+name))
+		rt := forReplica(tel, name)
+		obs := []core.Observer{rep.stats}
+		if rt.lock != nil {
+			obs = append(obs, rt.lock)
+		}
+		rep.lock, err = core.New(rep.rdb, core.WithObserver(observe(obs...)), core.WithOwner("demo-"+name))
 		if err != nil {
 			return nil, err
 		}
