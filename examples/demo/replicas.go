@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersecho"
 	"github.com/lockkit/lockkit/examples/internal/ordersgin"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
@@ -73,14 +74,17 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Tel
 		}
 		rep.addr = lis.Addr().String()
 		book := w.book(name)
+		if rt.server.On() {
+			book = orders.Traced(book, rt.server.TracerProvider) // orders.write under lock.hold
+		}
 		switch name {
 		case replicaGin:
-			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})).Stop
+			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
 		case replicaEcho:
-			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})).Stop
+			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
 		case replicaGRPC:
 			rep.proto = "grpc"
-			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})
+			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- ordersgrpc.Serve(ctx, s, lis) }()

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
@@ -51,21 +49,23 @@ func setupTelemetry(ctx context.Context, h hooks, out, errOut io.Writer) (*otels
 // replicaTelemetry is what one replica instruments its server and its lock
 // Client with.
 type replicaTelemetry struct {
-	tp   trace.TracerProvider // the replica's own: its own service.instance.id
-	mp   metric.MeterProvider // the process's
-	prop propagation.TextMapPropagator
-	// lock is otellock on tp and mp (nil when nothing records telemetry):
-	// lock.acquire and lock.hold under the request's span, with a link
-	// from a waiter to its holder's trace, and the lock's metrics.
+	// server: the replica's own TracerProvider (its own
+	// service.instance.id), the process's MeterProvider; zero when nothing
+	// records telemetry.
+	server otelsetup.Instruments
+	// lock is otellock on the same providers (nil when nothing records
+	// telemetry): lock.acquire and lock.hold under the request's span,
+	// with a link from a waiter to its holder's trace, and the lock's
+	// metrics.
 	lock core.Observer
 }
 
 // forReplica makes replica name's telemetry: its spans carry
 // service.instance.id <process id>-<name>, as if it were its own process.
 func forReplica(tel *otelsetup.Telemetry, name string) replicaTelemetry {
-	rt := replicaTelemetry{tp: tel.TracerProvider(tel.InstanceID() + "-" + name), mp: tel.MeterProvider(), prop: tel.Propagator()}
-	if tel.Enabled() {
-		rt.lock = otellock.New(otellock.WithTracerProvider(rt.tp), otellock.WithMeterProvider(rt.mp),
+	rt := replicaTelemetry{server: tel.Instruments(tel.InstanceID() + "-" + name)}
+	if rt.server.On() {
+		rt.lock = otellock.New(otellock.WithTracerProvider(rt.server.TracerProvider), otellock.WithMeterProvider(rt.server.MeterProvider),
 			otellock.WithPropagators(propagation.TraceContext{}), otellock.WithKeyAttribute(otellock.KeyRaw))
 	}
 	return rt
