@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 
-	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
-	"github.com/lockkit/lockkit/otellock"
 )
 
 // serviceName is the demo's service.name unless OTEL_SERVICE_NAME (or
@@ -64,9 +62,6 @@ type replicaTelemetry struct {
 // service.instance.id <process id>-<name>, as if it were its own process.
 func forReplica(tel *otelsetup.Telemetry, name string) replicaTelemetry {
 	rt := replicaTelemetry{server: tel.Instruments(tel.InstanceID() + "-" + name)}
-	if rt.server.On() {
-		rt.lock = otellock.New(otellock.WithTracerProvider(rt.server.TracerProvider), otellock.WithMeterProvider(rt.server.MeterProvider),
-			otellock.WithPropagators(propagation.TraceContext{}), otellock.WithKeyAttribute(otellock.KeyRaw))
-	}
+	rt.lock = otelsetup.LockObserver(rt.server)
 	return rt
 }

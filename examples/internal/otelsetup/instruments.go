@@ -1,6 +1,8 @@
 package otelsetup
 
 import (
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -27,4 +29,25 @@ func (t *Telemetry) Instruments(instanceID string) Instruments {
 		return Instruments{}
 	}
 	return Instruments{TracerProvider: t.TracerProvider(instanceID), MeterProvider: t.MeterProvider(), Propagator: t.Propagator()}
+}
+
+// LockObserver is otellock on i's providers: lock.acquire and lock.hold
+// under the request's span, a link from a waiter to its holder's trace
+// (W3C Trace Context in the holder metadata), the lock's metrics. Keys are
+// recorded as they are (the examples' keys are order ids, not secrets).
+// It is nil when i is off: the lock Client then has no Observer to feed.
+func LockObserver(i Instruments) core.Observer {
+	if !i.On() {
+		return nil
+	}
+	return otellock.New(otellock.WithTracerProvider(i.TracerProvider), otellock.WithMeterProvider(i.MeterProvider),
+		otellock.WithPropagators(propagation.TraceContext{}), otellock.WithKeyAttribute(otellock.KeyRaw))
+}
+
+// Banner is one line saying where telemetry goes, or "" when nowhere.
+func (t *Telemetry) Banner() string {
+	if t.Traces == "none" && t.Metrics == "none" {
+		return ""
+	}
+	return "telemetry: traces to " + t.Traces + ", metrics to " + t.Metrics + " (service.instance.id " + t.instance + ")"
 }
