@@ -104,3 +104,39 @@ func TestTracesAreRequests(t *testing.T) {
 		}
 	}
 }
+
+// The report's "found held" counts and the spans agree: per key, the
+// acquires the report counts as having found the lock held are the
+// lock.acquire spans with a lock.contended event.
+func TestReportMatchesSpans(t *testing.T) {
+	res, out, spans := tracedRun(t)
+	withEvent := map[string]int{}
+	total := 0
+	for _, s := range spans {
+		if s.Name() != otellock.SpanAcquire {
+			continue
+		}
+		for _, e := range s.Events() {
+			if e.Name == otellock.EventContended {
+				withEvent[attr(s, otellock.AttrKey)]++
+				total++
+				break
+			}
+		}
+	}
+	reported := 0
+	for _, r := range res.replicas {
+		reported += r.contended
+	}
+	if reported == 0 || reported != total {
+		t.Errorf("the report counts %d acquires that found the lock held, the spans %d", reported, total)
+	}
+	for _, k := range res.keys {
+		if k.contended != withEvent[k.key] {
+			t.Errorf("%s: the report counts %d of %d acquires found held, %d spans have %s", k.key, k.contended, k.acquires, withEvent[k.key], otellock.EventContended)
+		}
+	}
+	if t.Failed() {
+		t.Log("\n" + out)
+	}
+}
