@@ -33,6 +33,21 @@
 // to a cluster by its URL alone. The replicas listen on loopback ports of
 // the demo's choosing (no ADDR).
 //
+// Telemetry follows the standard OpenTelemetry variables (see otelsetup):
+// nothing is exported unless one is set. OTEL_EXPORTER_OTLP_ENDPOINT sends
+// spans and metrics over OTLP (OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC);
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT alone sends spans only (a traces-only
+// backend such as Jaeger); OTEL_METRICS_EXPORTER=prometheus serves the
+// metrics of all three replicas on one endpoint while the demo runs
+// (OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, default localhost:9464);
+// OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER also take none and
+// console. service.name is lockkit-demo unless OTEL_SERVICE_NAME says
+// otherwise. A failing export is a warning on stderr, never the exit
+// status.
+//
+//	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go -C examples run ./demo
+//	OTEL_METRICS_EXPORTER=prometheus go -C examples run ./demo -duration 1m
+//
 // Exit status: 0 when the witness holds, 1 when it fails, 2 when the demo
 // could not run (bad flag, Redis unreachable).
 package main
@@ -72,8 +87,8 @@ type config struct {
 	orders, hot int
 	work, wait  time.Duration
 	redisURL    string
-	otlp        string
 	noLock      bool
+	hooks       hooks // the tests'
 }
 
 // maxDuration bounds a run: the demo is a demo.
@@ -90,7 +105,6 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time each order write takes between its read and its write (a slow database)")
 	fs.DurationVar(&cfg.wait, "wait", 3*time.Second, "how long pay and refund wait for a busy order before 409 / Aborted")
 	redisURL := embedded.URLFlag(fs, getenv)
-	fs.StringVar(&cfg.otlp, "otlp", getenv(EnvOTLP), "OTLP endpoint to export the lock's spans and metrics to (env "+EnvOTLP+"; empty: none)")
 	fs.BoolVar(&cfg.noLock, "nolock", false, "serve without the lock middleware, to watch the witness fail")
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, "usage: demo [flags]   (exit status 0: the witness holds, 1: it failed, 2: error)")
@@ -130,7 +144,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out, er
 		fmt.Fprintln(errOut, "demo:", err)
 		return exitError
 	}
-	res, err := scenario(ctx, cfg, out)
+	res, err := scenario(ctx, cfg, out, errOut)
 	if err != nil {
 		fmt.Fprintln(errOut, "demo:", err)
 		return exitError

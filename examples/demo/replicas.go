@@ -11,9 +11,11 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersecho"
 	"github.com/lockkit/lockkit/examples/internal/ordersgin"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
@@ -44,8 +46,9 @@ var replicaNames = []string{replicaGin, replicaEcho, replicaGRPC}
 // echo v5; the routes are listed in ordershttp) and the server of
 // examples/grpc (ordersgrpc, with its streams), each on the witness's view
 // of the one order book.
-// extra are the Observers each lock Client gets besides its lockStats.
-func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Observer) (_ []*replica, err error) {
+// Each has its own telemetry (forReplica): its spans its own
+// service.instance.id, its lock Client otellock besides its lockStats.
+func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Telemetry) (_ []*replica, err error) {
 	var reps []*replica
 	defer func() {
 		if err != nil {
@@ -56,7 +59,12 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Obser
 		rep := &replica{name: name, proto: "http", rdb: r.NewClient(), stats: newLockStats()}
 		rep.stop = func(context.Context) error { return nil }
 		reps = append(reps, rep)
-		rep.lock, err = core.New(rep.rdb, core.WithObserver(observe(append([]core.Observer{rep.stats}, extra...)...)), core.WithOwner("demo-"+name))
+		rt := forReplica(tel, name)
+		obs := []core.Observer{rep.stats}
+		if rt.lock != nil {
+			obs = append(obs, rt.lock)
+		}
+		rep.lock, err = core.New(rep.rdb, core.WithObserver(observe(obs...)), core.WithOwner("demo-"+name))
 		if err != nil {
 			return nil, err
 		}
@@ -66,14 +74,17 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, extra []core.Obser
 		}
 		rep.addr = lis.Addr().String()
 		book := w.book(name)
+		if rt.server.On() {
+			book = orders.Traced(book, rt.server.TracerProvider) // orders.write under lock.hold
+		}
 		switch name {
 		case replicaGin:
-			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})).Stop
+			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
 		case replicaEcho:
-			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})).Stop
+			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
 		case replicaGRPC:
 			rep.proto = "grpc"
-			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock})
+			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- ordersgrpc.Serve(ctx, s, lis) }()

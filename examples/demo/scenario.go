@@ -46,25 +46,23 @@ type keyResult struct {
 // scenario runs the demo: a Redis (embedded unless cfg.redisURL), the three
 // replicas on it, cfg.concurrency clients for cfg.duration, then everything
 // stopped and closed, and the numbers and the witness's verdict returned.
-// Progress goes to out.
-func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err error) {
+// Progress goes to out, telemetry warnings to errOut.
+func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result, err error) {
 	rdb, err := embedded.Open(ctx, cfg.redisURL)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { err = errors.Join(err, rdb.Close()) }()
-	extra, shutdown, err := observers(ctx, cfg.otlp, out)
+	tel, err := setupTelemetry(ctx, cfg.hooks, out, errOut)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		err = errors.Join(err, shutdown(sctx))
-	}()
+	// Flushing the telemetry is last: what fails there is a warning, the
+	// run's numbers stand.
+	defer tel.Shutdown(context.WithoutCancel(ctx))
 
 	w := newWitness(orders.NewStore(cfg.work))
-	reps, err := startReplicas(cfg, rdb, w, extra)
+	reps, err := startReplicas(cfg, rdb, w, tel)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +104,9 @@ func scenario(ctx context.Context, cfg config, out io.Writer) (_ *result, err er
 
 	res := &result{cfg: cfg}
 	res.elapsed = drive(ctx, cfg, targets, tallies, out)
+	if cfg.hooks.loaded != nil {
+		cfg.hooks.loaded()
+	}
 	for _, t := range targets {
 		t.close()
 	}

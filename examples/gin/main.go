@@ -12,6 +12,11 @@
 // (different addresses) to see two replicas exclude each other; add -nolock
 // to see concurrent payments lose updates.
 //
+// Telemetry follows the standard OpenTelemetry variables, as in every
+// example (see otelsetup; nothing is exported unless one is set):
+// OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 sends a server span
+// per request with the lock's spans under it, and the lock's metrics.
+//
 // The routes are examples/internal/ordersgin (the demo's gin replica
 // serves them too); the flags and the rest of main are ordershttp.Command,
 // which the echo example shares.

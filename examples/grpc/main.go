@@ -19,6 +19,11 @@
 // As in every example, ADDR is the listen address and REDIS_URL the Redis;
 // the flags -addr and -redis override them.
 //
+// Telemetry follows the standard OpenTelemetry variables, as in every
+// example (see otelsetup; nothing is exported unless one is set):
+// OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 sends a server span
+// per call with the lock's spans under it, and the lock's metrics.
+//
 // Server reflection is on, so grpcurl needs no .proto file.
 package main
 
@@ -37,6 +42,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
+	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
@@ -74,15 +80,35 @@ func serveOrders(ctx context.Context, lis net.Listener, redisURL string, work ti
 		return err
 	}
 	defer rdb.Close()
-	client, err := core.New(rdb.Client)
+	// Telemetry from the standard OTEL_* variables (none unless one is
+	// set): a server span per call, the lock's spans under it.
+	tel, err := otelsetup.Setup(ctx, otelsetup.ServiceName("lockkit-grpc-example"))
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	inst := tel.Instruments("")
+	var opts []core.Option
+	if obs := otelsetup.LockObserver(inst); obs != nil {
+		opts = append(opts, core.WithObserver(obs))
+	}
+	client, err := core.New(rdb.Client, opts...)
 	if err != nil {
 		lis.Close()
 		return err
 	}
 	defer client.Close()
 
-	s := ordersgrpc.NewServer(ordersgrpc.Config{Client: client, Book: orders.NewStore(work)})
+	var book orders.Book = orders.NewStore(work)
+	if inst.On() {
+		book = orders.Traced(book, inst.TracerProvider)
+	}
+	s := ordersgrpc.NewServer(ordersgrpc.Config{Client: client, Book: book, Telemetry: inst})
 	fmt.Fprintf(out, "orders (gRPC) listening on %s (locks on %s)\n", lis.Addr(), rdb.Desc)
+	if b := tel.Banner(); b != "" {
+		fmt.Fprintln(out, b)
+	}
 	fmt.Fprintln(out, "  PayOrder, RefundOrder  lock order:<order_id> (wait)")
 	fmt.Fprintln(out, "  ShipOrder              lock order:<order_id> (no wait: ABORTED when busy)")
 	fmt.Fprintln(out, "  ImportLines (client stream), ExportLines (server stream)")

@@ -12,10 +12,21 @@
 //	REDIS_URL=redis://localhost:6379/0 go -C examples run ./otel
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go -C examples run ./otel
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4317 OTEL_EXPORTER_OTLP_PROTOCOL=grpc go -C examples run ./otel
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://localhost:4318/v1/traces go -C examples run ./otel   # a traces-only backend (Jaeger)
 //
-// Without an OTLP endpoint, spans and metrics are written to stdout as JSON
-// lines, followed by a summary: the span tree of both requests and the
-// lockkit metrics.
+// Telemetry follows the standard OpenTelemetry variables (see otelsetup):
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES for the resource
+// (service.name lockkit-otel-example otherwise, a random
+// service.instance.id), OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER
+// (otlp, console, none; prometheus for metrics), the OTLP endpoints
+// (OTEL_EXPORTER_OTLP_ENDPOINT, or per signal
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and _METRICS_ENDPOINT) and
+// OTEL_EXPORTER_OTLP_PROTOCOL. When none of them is set, spans and metrics
+// are written to stdout as JSON lines; when some are, a signal nothing
+// names is not exported. Either way a summary follows: the span tree of
+// both requests and the lockkit metrics. An export that fails (a backend
+// without a metrics endpoint) is a warning on stderr: the exit status is
+// 1 only when the example itself could not run.
 //
 // As in every example, REDIS_URL is the Redis; this one has no flags, and
 // its replicas listen on loopback ports of its choosing (no ADDR).
@@ -40,7 +51,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if _, err := run(ctx, os.Stdout); err != nil {
+	if _, err := run(ctx, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "otel example:", err)
 		os.Exit(1)
 	}
@@ -53,15 +64,16 @@ type result struct {
 	status  [2]int
 }
 
-func run(ctx context.Context, out io.Writer) (res *result, err error) {
+// run is the example; export errors are warnings on errOut, not errors.
+func run(ctx context.Context, out, errOut io.Writer) (res *result, err error) {
 	gin.SetMode(gin.ReleaseMode)
-	tel, err := setupTelemetry(ctx, out)
+	tel, err := setupTelemetry(ctx, out, errOut)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if tel != nil {
-			err = errors.Join(err, tel.shutdown(context.WithoutCancel(ctx)))
+			tel.shutdown(context.WithoutCancel(ctx))
 		}
 	}()
 	rs, err := embedded.Open(ctx, os.Getenv(embedded.EnvURL))
@@ -100,9 +112,7 @@ func run(ctx context.Context, out io.Writer) (res *result, err error) {
 	}
 	shut := tel
 	tel = nil
-	if err := shut.shutdown(ctx); err != nil { // flushes the exporters
-		return nil, err
-	}
+	shut.shutdown(ctx) // flushes the exporters
 	res.spans = shut.spans.Ended()
 	fmt.Fprintln(out)
 	printTree(out, res.spans)

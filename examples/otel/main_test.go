@@ -26,25 +26,35 @@ func TestMain(m *testing.M) {
 }
 
 func noOTLP(t *testing.T) {
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "REDIS_URL"} {
+	for _, v := range []string{"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER",
+		"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "REDIS_URL"} {
 		t.Setenv(v, "")
 	}
 }
 
 func runExample(t *testing.T) (*result, string) {
+	res, out, errOut := runExampleErr(t)
+	if errOut != "" {
+		t.Errorf("stderr: %s", errOut)
+	}
+	return res, out
+}
+
+// runExampleErr is runExample with its stderr (the warnings) returned.
+func runExampleErr(t *testing.T) (*result, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	var out bytes.Buffer
-	res, err := run(ctx, &out)
+	var out, errOut bytes.Buffer
+	res, err := run(ctx, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	if res.status != [2]int{200, 200} {
 		t.Fatalf("statuses %v, want both 200\n%s", res.status, out.String())
 	}
-	return res, out.String()
+	return res, out.String(), errOut.String()
 }
 
 // checkContendedPair: two requests in two traces; the waiter's lock.acquire
@@ -187,9 +197,10 @@ func (c *collector) check(t *testing.T, out string) {
 	}
 }
 
-func TestExampleOTLPHTTP(t *testing.T) {
-	noOTLP(t)
-	col := newCollector()
+// startOTLPHTTP is an OTLP/HTTP receiver for col; with metrics false it
+// has no /v1/metrics (a traces-only backend answers 404).
+func startOTLPHTTP(t *testing.T, col *collector, metrics bool) string {
+	t.Helper()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
 		var req colltrace.ExportTraceServiceRequest
@@ -200,28 +211,80 @@ func TestExampleOTLPHTTP(t *testing.T) {
 		col.traces(&req)
 		w.Header().Set("Content-Type", "application/x-protobuf")
 	})
-	mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, r *http.Request) {
-		var req collmetric.ExportMetricsServiceRequest
-		if b, err := io.ReadAll(r.Body); err != nil || proto.Unmarshal(b, &req) != nil {
-			http.Error(w, "bad body", http.StatusBadRequest)
-			return
-		}
-		col.metricsReq(&req)
-		w.Header().Set("Content-Type", "application/x-protobuf")
-	})
+	if metrics {
+		mux.HandleFunc("POST /v1/metrics", func(w http.ResponseWriter, r *http.Request) {
+			var req collmetric.ExportMetricsServiceRequest
+			if b, err := io.ReadAll(r.Body); err != nil || proto.Unmarshal(b, &req) != nil {
+				http.Error(w, "bad body", http.StatusBadRequest)
+				return
+			}
+			col.metricsReq(&req)
+			w.Header().Set("Content-Type", "application/x-protobuf")
+		})
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
-	defer func() { _ = hs.Close() }()
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+ln.Addr().String())
+	t.Cleanup(func() { _ = hs.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func TestExampleOTLPHTTP(t *testing.T) {
+	noOTLP(t)
+	col := newCollector()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startOTLPHTTP(t, col, true))
 	_, out := runExample(t)
 	if !strings.Contains(out, "OTLP/HTTP") {
 		t.Fatalf("output: %s", out)
 	}
 	col.check(t, out)
+}
+
+// A traces-only backend (Jaeger has no metrics endpoint): the spans arrive,
+// the metrics export to a port that refuses is a warning, and the example
+// succeeds (exit status 0) with its summary printed.
+func TestExampleTracesOnlyBackend(t *testing.T) {
+	noOTLP(t)
+	col := newCollector()
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", startOTLPHTTP(t, col, false)+"/v1/traces")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := ln.Addr().String()
+	ln.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://"+refused+"/v1/metrics")
+	res, out, errOut := runExampleErr(t)
+	checkContendedPair(t, res.spans)
+	if n := strings.Count(errOut, "warning: "); n == 0 || n > 6 || !strings.Contains(errOut, "metrics") {
+		t.Errorf("want a few warnings about the metrics export, stderr:\n%s", errOut)
+	}
+	if !strings.Contains(out, "# span tree") || !strings.Contains(out, otellock.MetricContentions) {
+		t.Errorf("no summary:\n%s", out)
+	}
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if col.spans[otellock.SpanAcquire] != 2 || col.spans[otellock.SpanHold] != 2 {
+		t.Errorf("receiver got spans %v", col.spans)
+	}
+}
+
+// OTEL_METRICS_EXPORTER=none: one endpoint for both signals, spans only.
+func TestExampleMetricsNone(t *testing.T) {
+	noOTLP(t)
+	col := newCollector()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", startOTLPHTTP(t, col, true))
+	t.Setenv("OTEL_METRICS_EXPORTER", "none")
+	_, out := runExample(t)
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if col.spans[otellock.SpanAcquire] != 2 || len(col.metrics) != 0 || strings.Contains(out, `"Resource"`) {
+		t.Errorf("receiver got spans %v, metrics %v; output:\n%s", col.spans, col.metrics, out)
+	}
 }
 
 type grpcTraces struct {
@@ -273,7 +336,7 @@ func TestExampleBadRedisURL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	_, err := run(ctx, &out)
+	_, err := run(ctx, &out, &out)
 	if err == nil {
 		t.Fatal("run succeeded")
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordershttp"
@@ -28,6 +29,12 @@ func NewRouter(cfg Config) http.Handler {
 		r.Use(gin.LoggerWithWriter(cfg.Log))
 	}
 	r.Use(gin.Recovery())
+	if t := cfg.Telemetry; t.On() {
+		// The request's span, named "POST /orders/:id/pay"; the lock's
+		// spans nest under it.
+		r.Use(otelgin.Middleware("orders", otelgin.WithTracerProvider(t.TracerProvider),
+			otelgin.WithMeterProvider(t.MeterProvider), otelgin.WithPropagators(t.Propagator)))
+	}
 
 	lockOrder, shipOnce, lockTenant := gin.HandlerFunc(pass), gin.HandlerFunc(pass), gin.HandlerFunc(pass)
 	if !cfg.NoLock {

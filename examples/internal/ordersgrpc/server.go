@@ -9,6 +9,7 @@ import (
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/reflection"
@@ -17,6 +18,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 	"github.com/lockkit/lockkit/grpclock"
 )
 
@@ -33,6 +35,11 @@ type Config struct {
 	Wait time.Duration
 	// NoLock leaves the lock out: the baseline that shows what it prevents.
 	NoLock bool
+	// Telemetry, when on, makes every call a server span
+	// ("orders.v1.Orders/PayOrder", otelgrpc's stats handler), under which
+	// the lock interceptors start lock.acquire and lock.hold (with otellock
+	// on the lock Client), and records the RPC server metrics.
+	Telemetry otelsetup.Instruments
 }
 
 // waiting and noWait are the unary RPCs that change an order (GetOrder only
@@ -81,7 +88,12 @@ func NewServer(cfg Config) *grpc.Server {
 	recovered := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
 	chain = append(chain, recovery.UnaryServerInterceptor(recovered))
 	schain = append(schain, recovery.StreamServerInterceptor(recovered))
-	s := grpc.NewServer(grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(schain...))
+	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(schain...)}
+	if t := cfg.Telemetry; t.On() {
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(t.TracerProvider),
+			otelgrpc.WithMeterProvider(t.MeterProvider), otelgrpc.WithPropagators(t.Propagator))))
+	}
+	s := grpc.NewServer(opts...)
 	ordersv1.RegisterOrdersServer(s, NewService(cfg.Book))
 	reflection.Register(s)
 	return s

@@ -14,6 +14,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
@@ -61,17 +62,37 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	defer rdb.Close()
-	client, err := core.New(rdb.Client)
+	// Telemetry from the standard OTEL_* variables (none unless one is
+	// set): a server span per request, the lock's spans under it.
+	tel, err := otelsetup.Setup(ctx, otelsetup.ServiceName("lockkit-"+c.Name+"-example"))
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	inst := tel.Instruments("")
+	var opts []core.Option
+	if obs := otelsetup.LockObserver(inst); obs != nil {
+		opts = append(opts, core.WithObserver(obs))
+	}
+	client, err := core.New(rdb.Client, opts...)
 	if err != nil {
 		ln.Close()
 		return err
 	}
 	defer client.Close()
 	fmt.Fprintf(out, "orders (%s): locks on %s\n", c.Name, rdb.Desc)
+	if b := tel.Banner(); b != "" {
+		fmt.Fprintln(out, b)
+	}
 	fmt.Fprintln(out, "  POST /orders/:id/pay|refund  lock order:<id> (wait), Lock-Token header = fencing token")
 	fmt.Fprintln(out, "  POST /orders/:id/ship        lock order:<id> (no wait: 409 when busy)")
 	fmt.Fprintln(out, "  POST /tenant/export          lock tenant:<X-Tenant header> (400 without it)")
 	fmt.Fprintln(out, "  GET  /orders/:id             no lock")
-	h := c.NewRouter(Config{Client: client, Book: orders.NewStore(*work), NoLock: *noLock, Log: out})
+	var book orders.Book = orders.NewStore(*work)
+	if inst.On() {
+		book = orders.Traced(book, inst.TracerProvider)
+	}
+	h := c.NewRouter(Config{Client: client, Book: book, NoLock: *noLock, Log: out, Telemetry: inst})
 	return serve.Run(ctx, ln, h, out)
 }

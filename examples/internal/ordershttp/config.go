@@ -28,6 +28,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 )
 
 // Config is what an HTTP front end's NewRouter needs.
@@ -42,6 +43,11 @@ type Config struct {
 	NoLock bool
 	// Log receives the access log (nil: none).
 	Log io.Writer
+	// Telemetry, when on, makes every request a server span named for its
+	// route ("POST /orders/:id/pay", with http.route), under which the lock
+	// middleware starts lock.acquire and lock.hold (with otellock on the
+	// lock Client), and records the HTTP server metrics.
+	Telemetry otelsetup.Instruments
 }
 
 // Header names of the routes.
