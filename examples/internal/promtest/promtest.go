@@ -61,9 +61,10 @@ type Server struct {
 }
 
 // Start runs a Prometheus scraping targets (host:port, path /metrics) every
-// ScrapeInterval, and waits until it is ready. Without a binary the test is
-// skipped, or fails when the CI environment variable is set: a CI machine
-// that cannot run the dashboard's test must say so. The server is killed
+// ScrapeInterval, and waits until it is ready and its targets are active
+// (about 5 s: see waitReady). Without a binary the test is skipped, or
+// fails when the CI environment variable is set: a CI machine that cannot
+// run the dashboard's test must say so. The server is killed
 // at cleanup; its log is printed when the test failed.
 func Start(t testing.TB, targets ...string) *Server {
 	t.Helper()
@@ -83,7 +84,7 @@ func Start(t testing.TB, targets ...string) *Server {
 	// Prometheus's bind: then it exits at once and we try another.
 	var lastErr error
 	for range 3 {
-		s, err := start(bin, cfg, dir)
+		s, err := start(bin, cfg, dir, len(targets))
 		if err == nil {
 			t.Cleanup(func() {
 				s.stop()
@@ -110,7 +111,7 @@ func config(targets []string) []byte {
 	return b.Bytes()
 }
 
-func start(bin, cfg, dir string) (*Server, error) {
+func start(bin, cfg, dir string, targets int) (*Server, error) {
 	port, err := FreePort()
 	if err != nil {
 		return nil, err
@@ -133,25 +134,38 @@ func start(bin, cfg, dir string) (*Server, error) {
 		return nil, fmt.Errorf("promtest: start %s: %w", bin, err)
 	}
 	go func() { _ = s.cmd.Wait(); close(s.exited) }()
-	if err := s.waitReady(30 * time.Second); err != nil {
+	if err := s.waitReady(30*time.Second, targets); err != nil {
 		s.stop()
 		return nil, fmt.Errorf("%w\nprometheus log:\n%s", err, s.log.String())
 	}
 	return s, nil
 }
 
-// waitReady polls /-/ready until it answers 200, the process exits, or
-// limit passes.
-func (s *Server) waitReady(limit time.Duration) error {
+// waitReady polls until the server is ready (/-/ready answers 200) and
+// its n targets are active, the process exits, or limit passes. Prometheus
+// hands discovered targets to its scrape manager only every 5 seconds, the
+// first time too: until then nothing is scraped, whatever the interval.
+// Returning only once they are active lets a caller start what is to be
+// scraped knowing the scrapes begin within an interval.
+func (s *Server) waitReady(limit time.Duration, n int) error {
 	deadline := time.Now().Add(limit)
-	tick := time.NewTicker(50 * time.Millisecond)
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		resp, err := s.client.Get(s.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("/-/ready: %s", resp.Status)
+			}
+		}
+		if err == nil {
+			var active []Target
+			if active, err = s.Targets(); err == nil {
+				if len(active) >= n {
+					return nil
+				}
+				err = fmt.Errorf("%d of %d targets active", len(active), n)
 			}
 		}
 		if time.Now().After(deadline) {
