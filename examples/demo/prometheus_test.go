@@ -17,7 +17,7 @@ import (
 // metrics the OTel Prometheus exporter really serves (gathered from one fed
 // every lockkit event), each selector filtered by the name variable, and
 // every lockkit metric on some panel.
-func TestDashboardModel(t *testing.T) {
+func TestPrometheusDashboardModel(t *testing.T) {
 	d := loadDashboard(t)
 	fams := startLockSource(t).gather(t)
 	k := knownFrom(fams)
@@ -88,7 +88,7 @@ const scrapes = 4
 // lock source (every lockkit metric, losses and fail-open runs included),
 // answers with series of the labels it groups by; and the checks catch a
 // dashboard query that is wrong.
-func TestDashboardPrometheusLockSource(t *testing.T) {
+func TestPrometheusDashboardLockSource(t *testing.T) {
 	d := loadDashboard(t)
 	src := startLockSource(t)
 	prom := promtest.Start(t, src.addr)
