@@ -48,6 +48,11 @@
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 go -C examples run ./demo
 //	OTEL_METRICS_EXPORTER=prometheus go -C examples run ./demo -duration 1m
 //
+// While it runs, the demo serves each replica's live lock view (package
+// lockview: the locks it holds and waits for, its hottest keys, its losses
+// and Redis errors) on a loopback port and prints the URL; -lockview
+// chooses the address ("" for none).
+//
 // Exit status: 0 when the witness holds, 1 when it fails, 2 when the demo
 // could not run (bad flag, Redis unreachable).
 package main
@@ -88,7 +93,8 @@ type config struct {
 	work, wait  time.Duration
 	redisURL    string
 	noLock      bool
-	hooks       hooks // the tests'
+	lockView    string // address of the lock view's debug server ("": none)
+	hooks       hooks  // the tests'
 }
 
 // maxDuration bounds a run: the demo is a demo.
@@ -105,6 +111,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs.DurationVar(&cfg.work, "work", 2*time.Millisecond, "time each order write takes between its read and its write (a slow database)")
 	fs.DurationVar(&cfg.wait, "wait", 3*time.Second, "how long pay and refund wait for a busy order before 409 / Aborted")
 	redisURL := embedded.URLFlag(fs, getenv)
+	fs.StringVar(&cfg.lockView, "lockview", "127.0.0.1:0", "address to serve each replica's live lock view on while the demo runs (empty: none)")
 	fs.BoolVar(&cfg.noLock, "nolock", false, "serve without the lock middleware, to watch the witness fail")
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, "usage: demo [flags]   (exit status 0: the witness holds, 1: it failed, 2: error)")

@@ -212,9 +212,9 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// The report observer counts what the engine tells it, through the fan-out
-// (which chains the contexts: each observer finds its own mark), the same in
-// each of two observers.
+// The report observer counts what the engine tells it, through
+// core.Observers (which chains the contexts: each observer finds its own
+// mark), the same in each of two observers.
 func TestObserverThroughFanOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -224,7 +224,7 @@ func TestObserverThroughFanOut(t *testing.T) {
 	}
 	defer r.Close()
 	a, b := newLockStats(), newLockStats()
-	c, err := core.New(r.Client, core.WithObserver(observe(a, b)))
+	c, err := core.New(r.Client, core.WithObserver(core.Observers(a, b)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/lockview"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersecho"
@@ -29,6 +30,7 @@ type replica struct {
 	rdb         redis.UniversalClient
 	lock        *core.Client
 	stats       *lockStats
+	view        *lockview.View // the live lock view of this replica's lock client
 	stop        func(context.Context) error // stops serving, waiting for requests in flight
 }
 
@@ -60,11 +62,16 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Tel
 		rep.stop = func(context.Context) error { return nil }
 		reps = append(reps, rep)
 		rt := forReplica(tel, name)
-		obs := []core.Observer{rep.stats}
+		// The report's counts, the lock view's and otellock's spans and
+		// metrics all come from the same events.
+		if rep.view, err = lockview.New(lockview.WithKeys(lockview.KeyRaw)); err != nil {
+			return nil, err
+		}
+		obs := []core.Observer{rep.stats, rep.view.Observer()}
 		if rt.lock != nil {
 			obs = append(obs, rt.lock)
 		}
-		rep.lock, err = core.New(rep.rdb, core.WithObserver(observe(obs...)), core.WithOwner("demo-"+name))
+		rep.lock, err = core.New(rep.rdb, core.WithObserver(core.Observers(obs...)), core.WithOwner("demo-"+name))
 		if err != nil {
 			return nil, err
 		}

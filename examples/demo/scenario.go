@@ -80,6 +80,17 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	fmt.Fprintf(out, "lockkit demo: the orders service as 3 replicas (gin, echo, gRPC), %s,\n", lockMode)
 	fmt.Fprintf(out, "locks on %s\n", rdb.Desc)
 	fmt.Fprintf(out, "  gin http://%s   echo http://%s   grpc %s\n", reps[0].addr, reps[1].addr, reps[2].addr)
+	if cfg.lockView != "" {
+		url, stop, err := serveLockViews(cfg.lockView, reps)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		fmt.Fprintf(out, "live lock view of each replica while it runs: %s (gin/, echo/, grpc/; ?format=json)\n", url)
+		if cfg.hooks.lockView != nil {
+			cfg.hooks.lockView(url)
+		}
+	}
 	traffic := fmt.Sprintf("half the requests to %s, the rest to %s", plural(cfg.hot, "hot order"), plural(cfg.orders, "cold order"))
 	if cfg.hot == 0 {
 		traffic = "all requests to " + plural(cfg.orders, "order")

@@ -22,6 +22,8 @@ type hooks struct {
 	// loaded runs when the clients are done and before the replicas and
 	// the telemetry stop: the demo is still up (its metrics endpoint too).
 	loaded func()
+	// lockView gets the lock view's URL once it serves.
+	lockView func(url string)
 }
 
 // setupTelemetry is the demo's OpenTelemetry pipeline, from the standard
