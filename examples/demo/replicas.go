@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/lockview"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersecho"
@@ -18,6 +17,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
 	"github.com/lockkit/lockkit/examples/internal/serve"
+	"github.com/lockkit/lockkit/lockview"
 )
 
 // replica is one server of the orders service. Like a replica in its own
@@ -30,7 +30,7 @@ type replica struct {
 	rdb         redis.UniversalClient
 	lock        *core.Client
 	stats       *lockStats
-	view        *lockview.View // the live lock view of this replica's lock client
+	view        *lockview.View              // the live lock view of this replica's lock client
 	stop        func(context.Context) error // stops serving, waiting for requests in flight
 }
 
