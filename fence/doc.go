@@ -35,7 +35,10 @@
 // expired value keeps its token for the store's keep (WithKeep, a day by
 // default), so a late writer is refused after the value is gone too; after
 // that the key is forgotten and any token is accepted again. Fence one
-// resource key with the tokens of one lock key.
+// resource key with the tokens of one lock key. The store keeps its tokens
+// as well as Redis keeps its data: a failover to a replica that missed the
+// last write forgets that write's token (WAIT and persistence help here as
+// they do for the locks).
 //
 // Left out on purpose: reads that must themselves be fenced (a read needs no
 // token; a read-modify-write is fenced by its write), partial updates of a

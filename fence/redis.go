@@ -44,8 +44,7 @@ type Entry struct {
 // NewRedis returns a store on rdb: a *redis.Client (standalone, sentinel
 // failover) or a *redis.ClusterClient, whose options must set
 // ContextTimeoutEnabled so a context deadline bounds every call (as core.New
-// requires; core.ErrBadRedisClient otherwise). A Ring works too (each key is
-// one Redis key). NewRedis does no I/O.
+// requires; core.ErrBadRedisClient otherwise). NewRedis does no I/O.
 func NewRedis(rdb redis.UniversalClient, opts ...Option) (*Redis, error) {
 	if err := checkRedisClient(rdb); err != nil {
 		return nil, err

@@ -200,3 +200,19 @@ func TestWrongType(t *testing.T) {
 		t.Fatalf("Get on a string key: %v, want ErrNotRecord", err)
 	}
 }
+
+// The longest durations a caller can pass still make a valid expiry.
+func TestLongestDurations(t *testing.T) {
+	s, srv := newStore(t, fence.WithKeep(time.Duration(math.MaxInt64)))
+	mustSet(t, s, "r", "a", 1, fence.TTL(time.Duration(math.MaxInt64)))
+	if e, ok := mustGet(t, s, "r"); !ok || e.Value != "a" {
+		t.Fatalf("Get = %+v, %v", e, ok)
+	}
+	const year = int64(365 * 24 * time.Hour / time.Millisecond)
+	if ms, err := srv.Client.Do(context.Background(), "PTTL", "r").Int64(); err != nil || ms < 500*year {
+		t.Fatalf("PTTL = %d ms, %v; want TTL + keep (over 500 years)", ms, err)
+	}
+	if err := s.Delete(ctxT(t), "r", 2); err != nil {
+		t.Fatal(err)
+	}
+}

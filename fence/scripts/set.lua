@@ -23,7 +23,7 @@ local ttl = tonumber(ARGV[3])
 if ttl > 0 then
   local e = now_ms() + ttl
   redis.call('HSET', KEYS[1], 'v', ARGV[1], 'f', ARGV[2], 'e', string.format('%d', e))
-  redis.call('PEXPIRE', KEYS[1], ttl + tonumber(ARGV[4]))
+  redis.call('PEXPIRE', KEYS[1], string.format('%d', ttl + tonumber(ARGV[4])))
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[1], 'f', ARGV[2])
   if r[2] then
