@@ -18,7 +18,10 @@
 // form are relative to the page. Put it where your other debug endpoints
 // are (behind the same authentication, or on an internal port): it is
 // read-only (GET and HEAD; 405 otherwise), yet it shows owners, fencing
-// tokens and, if configured, keys.
+// tokens and, if configured, keys. Page requests are not rate-limited:
+// each copies the bounded sample table (at most WithMaxKeys × WithSamples
+// entries) under the mutex the Observer's events take, cheap for a person
+// looking, not something to expose to the public.
 //
 // # What it shows
 //
