@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/lockkit/lockkit/core"
 	"go.opentelemetry.io/otel/attribute"
@@ -59,6 +60,7 @@ type acquireCtx struct {
 	context.Context                 // trace.ContextWithSpan(parent, span)
 	parent          context.Context // the caller's: lock.hold's parent
 	span            trace.Span
+	start           time.Time           // just after the span's start: the earliest an event is dated
 	holders         []holderID          // holders met so far (at most maxLinks)
 	links           []trace.SpanContext // holders linked so far
 }
@@ -115,7 +117,9 @@ func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context
 	if span.IsRecording() {
 		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrWaitStrategy.String(a.Strategy))
 	}
-	return &acquireCtx{Context: sctx, parent: ctx, span: span}
+	// start is read after the span started, so no event dated from it
+	// precedes the span (the SDK reads its clock inside Start).
+	return &acquireCtx{Context: sctx, parent: ctx, span: span, start: time.Now()}
 }
 
 // setLockAttrs sets name, key (per mode), owner and extra on span.
@@ -182,8 +186,8 @@ func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Hol
 		st.span.AddEvent(EventContended, attrs)
 	} else {
 		at := h.Seen
-		if at.Before(a.Start) {
-			at = a.Start
+		if at.Before(st.start) {
+			at = st.start
 		}
 		st.span.AddEvent(EventContended, attrs, trace.WithTimestamp(at))
 	}
