@@ -13,6 +13,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/fence"
 )
 
 // result is what one run saw; report prints it.
@@ -61,7 +62,22 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	// run's numbers stand.
 	defer tel.Shutdown(context.WithoutCancel(ctx))
 
-	w := newWitness(orders.NewStore(cfg.work))
+	// The order book is fenced where a database would be: each order's
+	// record is written to Redis through package fence, which refuses an
+	// older token (the resource side of the lock's fencing tokens).
+	// Without the lock (-nolock) there is no token to fence with: the
+	// book is written unfenced, as by a service without locks.
+	store := orders.NewStore(cfg.work)
+	if !cfg.noLock {
+		frdb := rdb.NewClient()
+		defer frdb.Close()
+		fenced, err := fence.NewRedis(frdb)
+		if err != nil {
+			return nil, err
+		}
+		store.Fence(fenced)
+	}
+	w := newWitness(store)
 	reps, err := startReplicas(cfg, rdb, w, tel)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/lockkit/lockkit/examples/internal/orders"
 )
@@ -237,6 +238,7 @@ type verdict struct {
 	writes  int // accepted writes
 	entered int // critical sections entered (streams included)
 	stale   int // writes the store refused for an old token
+	fenced  int // orders whose record in the fenced store has the book's last token
 	// imports and exports are the streams that ran (exports: to their
 	// end), lines the lines the imports added.
 	imports, exports, lines int
@@ -306,6 +308,11 @@ func (w *witness) check(replicas []string) verdict {
 		if bad := tokenOrder(id, t.writes, o.Token); bad != "" {
 			stale = append(stale, bad)
 		}
+		if bad := w.fencedView(id, len(t.writes) > 0, o.Token); bad != "" {
+			stale = append(stale, bad)
+		} else if len(t.writes) > 0 && w.fencedOn() {
+			v.fenced++
+		}
 		if t.ships > 1 {
 			doubleShip = append(doubleShip, fmt.Sprintf("order %s: shipped %d times", id, t.ships))
 		}
@@ -320,7 +327,7 @@ func (w *witness) check(replicas []string) verdict {
 		verdictOf(overlapped, "no overlapping holders",
 			fmt.Sprintf("0 overlaps in %d critical sections", v.entered)),
 		verdictOf(stale, "no stale-token write accepted",
-			fmt.Sprintf("tokens strictly increasing on every order over %d writes; %d stale writes refused", v.writes, v.stale)),
+			fmt.Sprintf("tokens strictly increasing on every order over %d writes; %d stale writes refused%s", v.writes, v.stale, fencedNote(v))),
 		verdictOf(doubleShip, "shipped at most once",
 			fmt.Sprintf("%d orders shipped, none twice", shipped)),
 		verdictOf(inStream, checkStreams,
@@ -406,4 +413,33 @@ func tokenOrder(id string, ws []write, stored int64) string {
 		return fmt.Sprintf("order %s: the store's last token is %d, the last write carried %d", id, stored, ws[n-1].token)
 	}
 	return ""
+}
+
+// fencedOn: the book writes through a fenced store (package fence).
+func (w *witness) fencedOn() bool { return w.store.IsFenced() }
+
+// fencedView checks the resource's own view of order id: the token its
+// record in the fenced store was last written with is the book's last
+// one ("" when it is, or when the book is not fenced).
+func (w *witness) fencedView(id string, written bool, last int64) string {
+	if !w.store.IsFenced() {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tok, ok, err := w.store.FencedToken(ctx, id)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("order %s: reading its fenced record: %v", id, err)
+	case written && (!ok || tok != last):
+		return fmt.Sprintf("order %s: the fenced store holds token %d (found %v), the book's last write %d", id, tok, ok, last)
+	}
+	return ""
+}
+
+func fencedNote(v verdict) string {
+	if v.fenced == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (by the fenced store, package fence); its record of each of the %d orders carries the last write's token", v.fenced)
 }

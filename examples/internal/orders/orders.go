@@ -8,7 +8,11 @@
 // other's updates. The store is also fenced: each write carries the lock's
 // fencing token and a write with a token older than the last one the order
 // saw is refused (ErrStaleToken), so a holder that lost its lock (a long GC
-// pause, a partition) cannot overwrite its successor's work.
+// pause, a partition) cannot overwrite its successor's work. With
+// Store.Fence the check is made where it belongs, by the resource: every
+// write of an order is first a fenced write of its record to Redis
+// (package fence), one call that refuses an older token atomically, and
+// only then applied to the in-memory book.
 //
 // An order also has line items, imported a line at a time (Import) and
 // exported a page at a time (ExportLines): the gRPC service streams them.
@@ -20,6 +24,7 @@ package orders
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -29,6 +34,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/lockkit/lockkit/fence"
 )
 
 // Errors of the operations.
@@ -108,6 +115,10 @@ type Store struct {
 	// (a slow database), which is when concurrent writers collide.
 	Work time.Duration
 
+	// fence, when set, is the resource side of fencing: each order's
+	// record is written to Redis through it, refused for an older token.
+	fence *fence.Redis
+
 	mu      sync.Mutex
 	orders  map[string]Order
 	lines   map[string][]Line
@@ -117,6 +128,32 @@ type Store struct {
 // NewStore returns an empty store whose operations take work.
 func NewStore(work time.Duration) *Store {
 	return &Store{Work: work, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}}
+}
+
+// FenceKeyPrefix prefixes an order's id to name its record in the fenced
+// store (Store.Fence).
+const FenceKeyPrefix = "orders:"
+
+// Fence makes every order write a fenced write of the order's record (its
+// JSON) to f first: a write whose token is older than the record's is
+// refused there (ErrStaleToken, wrapping fence.ErrStale) before it touches
+// the book. It returns s.
+func (s *Store) Fence(f *fence.Redis) *Store {
+	s.fence = f
+	return s
+}
+
+// IsFenced: the book writes through a fenced store (Fence).
+func (s *Store) IsFenced() bool { return s.fence != nil }
+
+// FencedToken is the token of the last write the fenced store accepted for
+// order id (false: none, or no fenced store).
+func (s *Store) FencedToken(ctx context.Context, id string) (int64, bool, error) {
+	if s.fence == nil {
+		return 0, false, nil
+	}
+	e, ok, err := s.fence.Get(ctx, FenceKeyPrefix+id)
+	return e.Token, ok, err
 }
 
 // Get returns an order (the zero Order with the id when it does not exist).
@@ -257,12 +294,24 @@ func (s *Store) update(ctx context.Context, id string, token int64, change func(
 	if err := change(&o); err != nil {
 		return Order{}, err
 	}
+	o.Token = token
+	if s.fence != nil {
+		// The resource refuses the older token: one call.
+		rec, err := json.Marshal(o)
+		if err != nil {
+			return Order{}, err
+		}
+		if err := s.fence.Set(ctx, FenceKeyPrefix+id, string(rec), token); errors.Is(err, fence.ErrStale) {
+			return Order{}, fmt.Errorf("%w: %w", ErrStaleToken, err)
+		} else if err != nil {
+			return Order{}, err
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if token < s.orders[id].Token {
 		return Order{}, ErrStaleToken
 	}
-	o.Token = token
 	s.orders[id] = o
 	if also != nil {
 		also()
