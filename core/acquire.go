@@ -381,7 +381,7 @@ func (e *noAnswer) As(target any) bool { return e.err != nil && errors.As(e.err,
 // wait queues locally, then, as the head, attempts until the lock is held.
 func (a *acquisition) wait() (err error) {
 	c := a.c
-	w, holder, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters)
+	w, holder, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters, a.info.Start)
 	if !ok { // the local queue is full: refused, naming the last holder met if any
 		a.holder = holder
 		if !holder.Seen.IsZero() {
@@ -410,7 +410,9 @@ func (a *acquisition) wait() (err error) {
 	// 1. Wait for our turn in the local queue, or for the lock handed to us;
 	// then say whom we waited for meanwhile.
 	by, err := a.await(w.turn, nil, nil, budget)
-	a.metWhileQueued(w, holder)
+	if !w.first { // the uncontended acquire skips the queue's holder log (and its lock)
+		a.metWhileQueued(w, holder)
+	}
 	if na, ok := err.(*NotAcquiredError); ok { // timed out in the queue: name the last holder met
 		na.Holder = a.holder
 	}

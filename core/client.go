@@ -95,7 +95,22 @@ func newClient(opts []Option, mk func(*config) (backend, error)) (*Client, error
 }
 
 func checkRedisClient(rdb redis.UniversalClient) error {
+	if r, ok := rdb.(*redis.Ring); ok && r != nil {
+		return fmt.Errorf("%w: a Ring shards keys and channels independently, so release notifications would go astray; use one client per independent master with NewRedlock, or a Cluster client", ErrBadRedisClient)
+	}
+	return CheckDeadlines(rdb)
+}
+
+// CheckDeadlines reports whether a context deadline bounds rdb's calls:
+// ErrBadRedisClient for a nil client or one whose options leave
+// ContextTimeoutEnabled false (go-redis then lets a call outlive its
+// context's deadline). New checks it; so does every lockkit package that
+// takes a go-redis client (fence). Other implementations (wrappers) are
+// trusted to honour deadlines.
+func CheckDeadlines(rdb redis.UniversalClient) error {
 	const fix = "set ContextTimeoutEnabled: true in its options so a context deadline bounds socket I/O"
+	var enabled bool
+	var opts string
 	switch c := rdb.(type) {
 	case nil:
 		return fmt.Errorf("%w: nil client", ErrBadRedisClient)
@@ -103,20 +118,22 @@ func checkRedisClient(rdb redis.UniversalClient) error {
 		if c == nil {
 			return fmt.Errorf("%w: nil client", ErrBadRedisClient)
 		}
-		if !c.Options().ContextTimeoutEnabled {
-			return fmt.Errorf("%w: redis.Options.ContextTimeoutEnabled is false; %s", ErrBadRedisClient, fix)
-		}
+		enabled, opts = c.Options().ContextTimeoutEnabled, "redis.Options"
 	case *redis.ClusterClient:
 		if c == nil {
 			return fmt.Errorf("%w: nil client", ErrBadRedisClient)
 		}
-		if !c.Options().ContextTimeoutEnabled {
-			return fmt.Errorf("%w: redis.ClusterOptions.ContextTimeoutEnabled is false; %s", ErrBadRedisClient, fix)
-		}
+		enabled, opts = c.Options().ContextTimeoutEnabled, "redis.ClusterOptions"
 	case *redis.Ring:
-		return fmt.Errorf("%w: a Ring shards keys and channels independently, so release notifications would go astray; use one client per independent master with NewRedlock, or a Cluster client", ErrBadRedisClient)
+		if c == nil {
+			return fmt.Errorf("%w: nil client", ErrBadRedisClient)
+		}
+		enabled, opts = c.Options().ContextTimeoutEnabled, "redis.RingOptions"
 	default:
-		// Other implementations (wrappers) are trusted to honour deadlines.
+		return nil
+	}
+	if !enabled {
+		return fmt.Errorf("%w: %s.ContextTimeoutEnabled is false; %s", ErrBadRedisClient, opts, fix)
 	}
 	return nil
 }
@@ -209,7 +226,7 @@ func (c *Client) usable(key string) error {
 	if c.closed.Load() {
 		return ErrClosed
 	}
-	return validateKey(key)
+	return ValidateKey(key)
 }
 
 // callErr classifies a failed Redis call: the caller's ctx ending wins

@@ -98,7 +98,10 @@ func (c *Client) names(key string) redisNames {
 	return n
 }
 
-func validateKey(key string) error {
+// ValidateKey reports whether key is a key lockkit takes: non-empty and at
+// most MaxKeyLen bytes (ErrInvalidKey otherwise). Acquire checks it; a
+// package that stores by the same keys (fence) checks it the same way.
+func ValidateKey(key string) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalidKey)

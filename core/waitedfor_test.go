@@ -306,23 +306,52 @@ func TestQueuedHoldersBounded(t *testing.T) {
 	}
 }
 
+// queuedBehind is a lock held by holder-H of another Client, and the head
+// of waiter-W's local queue waiting for it, its first attempt refused.
+type queuedBehind struct {
+	ctx  context.Context
+	w    *core.Client
+	rec  *waitRecorder
+	hl   *core.Lease
+	head <-chan acquired
+}
+
+func newQueuedBehind(t *testing.T, key string) *queuedBehind {
+	t.Helper()
+	srv := redistest.Start(t)
+	holder := newClient(t, srv, core.WithOwner("holder-H"))
+	q := &queuedBehind{rec: newWaitRecorder(), ctx: testkit.Context(t, 30*time.Second)}
+	q.w = newClient(t, srv, core.WithOwner("waiter-W"), core.WithObserver(q.rec))
+	var err error
+	if q.hl, err = holder.Acquire(q.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	q.head = startWaiter(labelled(q.ctx, "head"), q.w, key, core.Wait(20*time.Second))
+	testkit.WaitFor(t, 10*time.Second, "the head refused", func() bool { return q.rec.attempted("head", 1) })
+	return q
+}
+
+// finish releases holder-H's lease; the head then gets the lock.
+func (q *queuedBehind) finish(t *testing.T) {
+	t.Helper()
+	if err := q.hl.Release(q.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.Recv(t, q.head, 10*time.Second, "the head")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	_ = r.l.Release(q.ctx)
+}
+
 // NoWait refused inside the Client while its queue waits for a holder of
 // another process (no lease of its own holds the lock) names that holder,
 // without a round trip, and tells the Observer (attempt 0).
 func TestNoWaitRefusalNamesQueuedHolder(t *testing.T) {
-	srv := redistest.Start(t)
-	holder := newClient(t, srv, core.WithOwner("holder-H"))
-	rec := newWaitRecorder()
-	w := newClient(t, srv, core.WithOwner("waiter-W"), core.WithObserver(rec))
-	ctx := testkit.Context(t, 30*time.Second)
 	const key = "waitedfor:nowait"
-	hl, err := holder.Acquire(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := startWaiter(labelled(ctx, "head"), w, key, core.Wait(20*time.Second))
-	testkit.WaitFor(t, 10*time.Second, "the head refused", func() bool { return rec.attempted("head", 1) })
-	_, err = w.Acquire(labelled(ctx, "nowait"), key, core.NoWait())
+	q := newQueuedBehind(t, key)
+	rec, hl := q.rec, q.hl
+	_, err := q.w.Acquire(labelled(q.ctx, "nowait"), key, core.NoWait())
 	var na *core.NotAcquiredError
 	if !errors.As(err, &na) || na.Holder.Owner != "holder-H" || na.Holder.Token != hl.Token() {
 		t.Fatalf("NoWait = %v, want refused naming holder-H/%d", err, hl.Token())
@@ -333,32 +362,16 @@ func TestNoWaitRefusalNamesQueuedHolder(t *testing.T) {
 	if res, _ := rec.end("nowait"); res.Outcome != core.OutcomeContended || res.Attempts != 0 || res.Holder.Token != hl.Token() {
 		t.Fatalf("NoWait ended %v after %d attempts, holder %d", res.Outcome, res.Attempts, res.Holder.Token)
 	}
-	if err := hl.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := testkit.Recv(t, head, 10*time.Second, "the head")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	_ = r.l.Release(ctx)
+	q.finish(t)
 }
 
 // A caller whose budget runs out while it waits behind its Client's head
 // names the holder the head met, in its error and to the Observer.
 func TestQueuedTimeoutNamesHolder(t *testing.T) {
-	srv := redistest.Start(t)
-	holder := newClient(t, srv, core.WithOwner("holder-H"))
-	rec := newWaitRecorder()
-	w := newClient(t, srv, core.WithOwner("waiter-W"), core.WithObserver(rec))
-	ctx := testkit.Context(t, 30*time.Second)
 	const key = "waitedfor:timeout"
-	hl, err := holder.Acquire(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := startWaiter(labelled(ctx, "head"), w, key, core.Wait(20*time.Second))
-	testkit.WaitFor(t, 10*time.Second, "the head refused", func() bool { return rec.attempted("head", 1) })
-	_, err = w.Acquire(labelled(ctx, "x"), key, core.Wait(300*time.Millisecond))
+	q := newQueuedBehind(t, key)
+	rec, hl := q.rec, q.hl
+	_, err := q.w.Acquire(labelled(q.ctx, "x"), key, core.Wait(300*time.Millisecond))
 	var na *core.NotAcquiredError
 	if !errors.As(err, &na) || !na.Timeout() || na.Holder.Owner != "holder-H" || na.Holder.Token != hl.Token() {
 		t.Fatalf("queued acquire = %v, want a timeout naming holder-H/%d", err, hl.Token())
@@ -366,14 +379,7 @@ func TestQueuedTimeoutNamesHolder(t *testing.T) {
 	if res, _ := rec.end("x"); res.Outcome != core.OutcomeTimeout || res.Attempts != 0 || !rec.metHolder("x", "holder-H", hl.Token()) {
 		t.Fatalf("x ended %v after %d attempts, told of %+v", res.Outcome, res.Attempts, rec.events("x"))
 	}
-	if err := hl.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
-	r := testkit.Recv(t, head, 10*time.Second, "the head")
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	_ = r.l.Release(ctx)
+	q.finish(t)
 }
 
 // pastDeadline is a context whose deadline has passed but whose timer has

@@ -46,7 +46,7 @@ type Entry struct {
 // ContextTimeoutEnabled so a context deadline bounds every call (as core.New
 // requires; core.ErrBadRedisClient otherwise). NewRedis does no I/O.
 func NewRedis(rdb redis.UniversalClient, opts ...Option) (*Redis, error) {
-	if err := checkRedisClient(rdb); err != nil {
+	if err := core.CheckDeadlines(rdb); err != nil {
 		return nil, err
 	}
 	cfg := config{keep: DefaultKeep}
@@ -57,36 +57,6 @@ func NewRedis(rdb redis.UniversalClient, opts ...Option) (*Redis, error) {
 		return nil, err
 	}
 	return &Redis{rdb: rdb, keep: cfg.keep.Milliseconds()}, nil
-}
-
-func checkRedisClient(rdb redis.UniversalClient) error {
-	const fix = "set ContextTimeoutEnabled: true in its options so a context deadline bounds socket I/O"
-	var timeouts bool
-	switch c := rdb.(type) {
-	case nil:
-		return fmt.Errorf("%w: nil client", core.ErrBadRedisClient)
-	case *redis.Client:
-		if c == nil {
-			return fmt.Errorf("%w: nil client", core.ErrBadRedisClient)
-		}
-		timeouts = c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		if c == nil {
-			return fmt.Errorf("%w: nil client", core.ErrBadRedisClient)
-		}
-		timeouts = c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		if c == nil {
-			return fmt.Errorf("%w: nil client", core.ErrBadRedisClient)
-		}
-		timeouts = c.Options().ContextTimeoutEnabled
-	default:
-		return nil // other implementations (wrappers) are trusted to honour deadlines
-	}
-	if !timeouts {
-		return fmt.Errorf("%w: ContextTimeoutEnabled is false; %s", core.ErrBadRedisClient, fix)
-	}
-	return nil
 }
 
 // Set stores value under key if token is at least the last token stored for
@@ -100,7 +70,7 @@ func checkRedisClient(rdb redis.UniversalClient) error {
 // Fence one key with the tokens of one lock key: tokens of different lock
 // keys are not ordered against each other.
 func (s *Redis) Set(ctx context.Context, key, value string, token int64, opts ...SetOption) error {
-	if err := checkKey(key); err != nil {
+	if err := core.ValidateKey(key); err != nil {
 		return err
 	}
 	if err := checkToken(token); err != nil {
@@ -117,7 +87,7 @@ func (s *Redis) Set(ctx context.Context, key, value string, token int64, opts ..
 		}
 		ttl = sc.ttl.Milliseconds()
 	}
-	cmd := s.eval(ctx, setScript, []any{nil, nil, 1, key, value, token, ttl, s.keep})
+	cmd := setScript.Run(ctx, s.rdb, []string{key}, value, token, ttl, s.keep)
 	return s.written(ctx, cmd, "fence set", key, token)
 }
 
@@ -127,13 +97,13 @@ func (s *Redis) Set(ctx context.Context, key, value string, token int64, opts ..
 // when there is no value too. A newer stored token refuses it (ErrStale).
 // Idempotent per token, as Set.
 func (s *Redis) Delete(ctx context.Context, key string, token int64) error {
-	if err := checkKey(key); err != nil {
+	if err := core.ValidateKey(key); err != nil {
 		return err
 	}
 	if err := checkToken(token); err != nil {
 		return err
 	}
-	cmd := s.eval(ctx, deleteScript, []any{nil, nil, 1, key, token, s.keep})
+	cmd := deleteScript.Run(ctx, s.rdb, []string{key}, token, s.keep)
 	return s.written(ctx, cmd, "fence delete", key, token)
 }
 
@@ -141,10 +111,10 @@ func (s *Redis) Delete(ctx context.Context, key string, token int64) error {
 // when there is no value (never written, deleted, expired); Entry.Token then
 // still says the last token the store keeps for key.
 func (s *Redis) Get(ctx context.Context, key string) (e Entry, ok bool, err error) {
-	if err := checkKey(key); err != nil {
+	if err := core.ValidateKey(key); err != nil {
 		return Entry{}, false, err
 	}
-	cmd := s.eval(ctx, getScript, []any{nil, nil, 1, key})
+	cmd := getScript.Run(ctx, s.rdb, []string{key})
 	if err := cmd.Err(); err != nil {
 		return Entry{}, false, s.redisErr(ctx, "fence get", key, err)
 	}
@@ -162,22 +132,6 @@ func (s *Redis) Get(ctx context.Context, key string) (e Entry, ok bool, err erro
 }
 
 var zero any = int64(0)
-
-// eval runs s by EVALSHA, and by EVAL when the server does not know it
-// (NOSCRIPT: a restart, a failover, SCRIPT FLUSH). argv leaves its first two
-// slots for the command and the script.
-func (s *Redis) eval(ctx context.Context, sc *script, argv []any) *redis.Cmd {
-	argv[0], argv[1] = "evalsha", sc.sha
-	cmd := redis.NewCmd(ctx, argv...)
-	_ = s.rdb.Process(ctx, cmd)
-	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		argv = append([]any(nil), argv...) // the first Cmd may still be read
-		argv[0], argv[1] = "eval", sc.src
-		cmd = redis.NewCmd(ctx, argv...)
-		_ = s.rdb.Process(ctx, cmd)
-	}
-	return cmd
-}
 
 // written turns the reply of set.lua or delete.lua into Set's error.
 func (s *Redis) written(ctx context.Context, cmd *redis.Cmd, op, key string, token int64) error {
@@ -208,14 +162,4 @@ func (s *Redis) redisErr(ctx context.Context, op, key string, err error) error {
 		return fmt.Errorf("%s %q: %w: %v", op, key, ErrNotRecord, err)
 	}
 	return &core.UnavailableError{Op: op, Key: key, Err: err}
-}
-
-func checkKey(key string) error {
-	switch {
-	case key == "":
-		return fmt.Errorf("%w: empty key", core.ErrInvalidKey)
-	case len(key) > core.MaxKeyLen:
-		return fmt.Errorf("%w: key is %d bytes, the limit is %d", core.ErrInvalidKey, len(key), core.MaxKeyLen)
-	}
-	return nil
 }

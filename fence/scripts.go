@@ -6,20 +6,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// script is a Lua script with its SHA1 and source boxed once as command
-// arguments (see Redis.eval).
-type script struct {
-	sha, src any
-}
-
-func newScript(src string) *script {
-	s := redis.NewScript(src)
-	return &script{sha: s.Hash(), src: src}
-}
-
 // The scripts are the whole Redis side of the package: one round trip each,
 // atomic, and idempotent per token, so go-redis re-sending one after a
-// timeout (MaxRetries) does no harm.
+// timeout (MaxRetries) does no harm. go-redis's Script.Run sends EVALSHA
+// and falls back to EVAL when the server does not know the script
+// (NOSCRIPT: a restart, a failover, SCRIPT FLUSH).
 var (
 	// libLua defines newer(a, b), the token order, and now_ms().
 	//go:embed scripts/lib.lua
@@ -27,13 +18,13 @@ var (
 
 	//go:embed scripts/set.lua
 	setLua    string
-	setScript = newScript(libLua + setLua)
+	setScript = redis.NewScript(libLua + setLua)
 
 	//go:embed scripts/delete.lua
 	deleteLua    string
-	deleteScript = newScript(libLua + deleteLua)
+	deleteScript = redis.NewScript(libLua + deleteLua)
 
 	//go:embed scripts/get.lua
 	getLua    string
-	getScript = newScript(libLua + getLua)
+	getScript = redis.NewScript(libLua + getLua)
 )

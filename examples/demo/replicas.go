@@ -80,10 +80,7 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Tel
 			return nil, err
 		}
 		rep.addr = lis.Addr().String()
-		book := w.book(name)
-		if rt.server.On() {
-			book = orders.Traced(book, rt.server.TracerProvider) // orders.write under lock.hold
-		}
+		book := orders.Traced(w.book(name), rt.server.TracerProvider) // orders.write under lock.hold
 		switch name {
 		case replicaGin:
 			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop

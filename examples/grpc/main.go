@@ -89,21 +89,14 @@ func serveOrders(ctx context.Context, lis net.Listener, redisURL string, work ti
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
 	inst := tel.Instruments("")
-	var opts []core.Option
-	if obs := otelsetup.LockObserver(inst); obs != nil {
-		opts = append(opts, core.WithObserver(obs))
-	}
-	client, err := core.New(rdb.Client, opts...)
+	client, err := core.New(rdb.Client, core.WithObserver(otelsetup.LockObserver(inst))) // none when inst is off
 	if err != nil {
 		lis.Close()
 		return err
 	}
 	defer client.Close()
 
-	var book orders.Book = orders.NewStore(work)
-	if inst.On() {
-		book = orders.Traced(book, inst.TracerProvider)
-	}
+	book := orders.Traced(orders.NewStore(work), inst.TracerProvider)
 	s := ordersgrpc.NewServer(ordersgrpc.Config{Client: client, Book: book, Telemetry: inst})
 	fmt.Fprintf(out, "orders (gRPC) listening on %s (locks on %s)\n", lis.Addr(), rdb.Desc)
 	if b := tel.Banner(); b != "" {

@@ -24,8 +24,12 @@ const (
 	AttrToken     = attribute.Key("orders.fencing_token") // the token the write carried
 )
 
-// Traced returns b with a span around each operation but Get, from tp.
+// Traced returns b with a span around each operation but Get, from tp;
+// b itself when tp is nil (telemetry off).
 func Traced(b Book, tp trace.TracerProvider) Book {
+	if tp == nil {
+		return b
+	}
 	return &tracedBook{b: b, tracer: tp.Tracer("github.com/lockkit/lockkit/examples/internal/orders")}
 }
 

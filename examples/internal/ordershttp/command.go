@@ -71,11 +71,7 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	}
 	defer tel.Shutdown(context.WithoutCancel(ctx))
 	inst := tel.Instruments("")
-	var opts []core.Option
-	if obs := otelsetup.LockObserver(inst); obs != nil {
-		opts = append(opts, core.WithObserver(obs))
-	}
-	client, err := core.New(rdb.Client, opts...)
+	client, err := core.New(rdb.Client, core.WithObserver(otelsetup.LockObserver(inst))) // none when inst is off
 	if err != nil {
 		ln.Close()
 		return err
@@ -89,10 +85,7 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	fmt.Fprintln(out, "  POST /orders/:id/ship        lock order:<id> (no wait: 409 when busy)")
 	fmt.Fprintln(out, "  POST /tenant/export          lock tenant:<X-Tenant header> (400 without it)")
 	fmt.Fprintln(out, "  GET  /orders/:id             no lock")
-	var book orders.Book = orders.NewStore(*work)
-	if inst.On() {
-		book = orders.Traced(book, inst.TracerProvider)
-	}
+	book := orders.Traced(orders.NewStore(*work), inst.TracerProvider)
 	h := c.NewRouter(Config{Client: client, Book: book, NoLock: *noLock, Log: out, Telemetry: inst})
 	return serve.Run(ctx, ln, h, out)
 }
