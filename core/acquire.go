@@ -125,7 +125,7 @@ func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acq
 		return outer.nest(ctx, cfg.name), nil
 	}
 	a := &acquisition{c: c, ctx: ctx, key: key, names: n, cfg: cfg}
-	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify", Owner: c.cfg.owner}
+	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify", Owner: c.cfg.owner, Kind: KindMutex}
 	switch {
 	case try:
 		a.info.Strategy = "try"
@@ -287,6 +287,9 @@ func (a *acquisition) budgetOver(cause error) error {
 // or by its queue (see Client.sawHolder). Only a wait has a budget, so a.w
 // is set: its refused attempts count in the queue (Client.refused).
 func (a *acquisition) sawHolder() bool {
+	if a.w == nil { // a shared lock's wait: its own attempts are all it has
+		return !a.holder.Seen.IsZero()
+	}
 	return a.c.sawHolder(a.names.key, a.w)
 }
 
@@ -332,13 +335,13 @@ func (e *ctxEndedError) Unwrap() error { return e.err }
 const ctxLag = time.Second
 
 func (a *acquisition) notAcquired(h Holder) error {
-	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum}
+	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, Limit: a.req.limit}
 }
 
 // timeout: the lock was seen held and the budget ran out; cause is what
 // the attempt the budget cut got (nil when none was in flight).
 func (a *acquisition) timeout(cause error) error {
-	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, timeout: true, cause: cause}
+	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, Limit: a.req.limit, timeout: true, cause: cause}
 }
 
 // errNoAnswer: the wait budget ran out while Redis had not answered the
@@ -623,7 +626,7 @@ func (c *Client) giveBack(n redisNames, token string) {
 func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 	c := a.c
 	l := &Lease{
-		c: c, key: a.key, name: a.cfg.name, names: a.names, token: a.req.token, fence: a.fence,
+		c: c, key: a.key, name: a.cfg.name, names: a.names, token: a.req.token, fence: a.fence, mode: a.req.mode,
 		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
 	}
 	l.initCtx(hctx)

@@ -48,6 +48,11 @@ type acquireReq struct {
 	meta  string
 	// owner as a script argument, boxed once per Client (nil: box owner).
 	ownerBoxed any
+	// mode and limit: what a shared lock's attempt asks for (shared.go):
+	// a permit of limit, the read side or the write side.
+	mode  sharedMode
+	limit int
+	wait  bool // a writer that will wait: a refusal leaves its mark
 	// queue is the id of the caller Client's local queue for the lock, under
 	// which the lock's wait queue in Redis knows it ("" for a caller that
 	// does not wait there: TryAcquire, NoWait, Redlock).

@@ -23,6 +23,9 @@ type Client struct {
 
 	qmu    sync.Mutex
 	queues map[string]*keyQueue // by Redis key
+	// shared: the waits on semaphores and read/write locks, by Redis key
+	// (shared.go); guarded by qmu.
+	shared map[string]*sharedWait
 
 	ren *renewer
 

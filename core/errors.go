@@ -66,6 +66,11 @@ var (
 	// ErrWouldDeadlock: the context already holds this key and Reentrant was
 	// not asked for; waiting would wait for ourselves.
 	ErrWouldDeadlock = errors.New("lockkit: context already holds this lock (use Reentrant to nest)")
+	// ErrUnsupported: the Client's backend cannot do what was asked: a
+	// semaphore or a read/write lock on a Redlock Client (a permit would
+	// need a majority's count of holders, which independent masters do not
+	// share).
+	ErrUnsupported = errors.New("lockkit: not supported by this Client")
 
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("lockkit: client closed")
@@ -106,6 +111,10 @@ type NotAcquiredError struct {
 
 	// Nodes (Redlock only) names the nodes that refused or failed.
 	Nodes *QuorumError
+	// Limit is the semaphore's number of permits when every one of them was
+	// held (the Holder is then the one whose permit frees first); 0 for the
+	// other kinds of lock. Classify makes it OutcomeLimited.
+	Limit int
 
 	timeout bool  // the wait budget ran out (rather than a single attempt failing)
 	cause   error // the mixed case: the retry the budget cut unanswered; see ErrNotAcquired
@@ -117,7 +126,13 @@ func (e *NotAcquiredError) Timeout() bool { return e.timeout }
 
 func (e *NotAcquiredError) Error() string {
 	msg := fmt.Sprintf("lockkit: lock %q held by another owner", e.Key)
-	if e.Holder.Owner != "" {
+	switch {
+	case e.Limit > 0:
+		msg = fmt.Sprintf("lockkit: all %d permits of %q held", e.Limit, e.Key)
+		if e.Holder.Owner != "" {
+			msg += fmt.Sprintf(" (the first to free: %s, ttl %v)", e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
+		}
+	case e.Holder.Owner != "":
 		msg = fmt.Sprintf("lockkit: lock %q held by %s (ttl %v)", e.Key, e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
 	}
 	if e.Nodes != nil {

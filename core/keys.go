@@ -52,6 +52,18 @@ const (
 // releases; a waiter then acquires on its retry timer (the holder's
 // remaining TTL), never early, since the lock hash they share decides.
 //
+// Semaphores and read/write locks (shared.go) add, under the same version
+// (new names only: no existing key changed, so v1 clients share every
+// mutex with clients that know them):
+//
+//	<prefix>:v1:sk:<key>   semaphore hash (sh:<sha256hex> for a longer key)
+//	<prefix>:v1:rk:<key>   read/write lock hash (rh:<sha256hex>)
+//	<prefix>:v1:c:sk:<key>, <prefix>:v1:c:rk:<key>, ...  their channels
+//
+// with one entry per holder, expiring on its own (shared_acquire.lua). A
+// semaphore, a read/write lock and a mutex of the same key are three
+// different locks.
+//
 // The lock hash has the fields
 //
 //	o  owner token of the current lease (absent when free)
@@ -67,6 +79,9 @@ type redisNames struct {
 	user    string // the key as given to Acquire (Client.Locks shows it)
 	key     string // the lock hash
 	channel string // release notifications
+	// kind is the structure at key: a mutex's lock hash, or a shared hash
+	// (semaphore, read/write lock) whose scripts differ (shared.go).
+	kind lockKind
 	// key and channel boxed once as script arguments, shared by the
 	// acquire, release and extend calls of one lease.
 	keyArg, channelArg any
@@ -79,10 +94,16 @@ func namesOf(key, channel string) redisNames {
 }
 
 func (c *Client) names(key string) redisNames {
-	kind, tail := "k:", key
+	return c.namesIn(key, "k:", "h:")
+}
+
+// namesIn is names with the layout's tags for a key kept verbatim (short)
+// and for a key stored under its hash (long).
+func (c *Client) namesIn(key, short, long string) redisNames {
+	kind, tail := short, key
 	if len(key) > hashKeyLen {
 		sum := sha256.Sum256([]byte(key))
-		kind, tail = "h:", hex.EncodeToString(sum[:])
+		kind, tail = long, hex.EncodeToString(sum[:])
 	}
 	var n redisNames
 	if c.cfg.shardChannels {

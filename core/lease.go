@@ -26,6 +26,7 @@ type Lease struct {
 	names      redisNames
 	token      string // owner token: the right to extend and release
 	fence      int64
+	mode       sharedMode // the side or permit a shared lease holds (0: mutex)
 	noRenew    bool
 	acquiredAt time.Time
 
@@ -153,6 +154,14 @@ func (l *Lease) rootLease() *Lease {
 	return l
 }
 
+// kind is the lease's Kind (KindMutex, KindSemaphore, KindRead, KindWrite).
+func (l *Lease) kind() string {
+	if l.names.kind == kindMutex {
+		return KindMutex
+	}
+	return l.mode.kind()
+}
+
 func (l *Lease) held() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -160,7 +169,7 @@ func (l *Lease) held() bool {
 }
 
 func (l *Lease) info() LeaseInfo {
-	return LeaseInfo{Key: l.key, Name: l.name, Owner: l.c.cfg.owner, Token: l.fence, AcquiredAt: l.acquiredAt, Held: time.Since(l.acquiredAt)}
+	return LeaseInfo{Key: l.key, Name: l.name, Kind: l.kind(), Owner: l.c.cfg.owner, Token: l.fence, AcquiredAt: l.acquiredAt, Held: time.Since(l.acquiredAt)}
 }
 
 // finish moves a held lease to its final state and cancels its context; it

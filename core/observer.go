@@ -68,6 +68,10 @@ type AcquireInfo struct {
 	// Owner is the acquiring Client's owner id (WithOwner), which tells
 	// replicas apart.
 	Owner string
+	// Kind is what is acquired: KindMutex, KindSemaphore (a permit of
+	// Limit), KindRead or KindWrite (a side of a read/write lock).
+	Kind  string
+	Limit int // a semaphore's number of permits; 0 for the other kinds
 }
 
 // AcquireResult is the end of one acquire call.
@@ -92,6 +96,7 @@ type AcquireResult struct {
 // LeaseInfo describes a lease in lease events.
 type LeaseInfo struct {
 	Key, Name  string
+	Kind       string // as AcquireInfo.Kind
 	Owner      string // the holding Client's owner id (WithOwner)
 	Token      int64
 	AcquiredAt time.Time

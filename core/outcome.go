@@ -38,7 +38,7 @@ const (
 	// mistake (ErrInvalidKey). HTTP 400, gRPC InvalidArgument.
 	OutcomeBadKey
 	// OutcomeMisconfigured: the server's mistake (ErrKeyConfig,
-	// ErrInvalidOption, ErrWouldDeadlock). HTTP 500, gRPC Internal.
+	// ErrInvalidOption, ErrWouldDeadlock, ErrUnsupported). HTTP 500, gRPC Internal.
 	OutcomeMisconfigured
 	// OutcomeUnlocked: Redis was unavailable and a fail-open adapter ran the
 	// handler without the lock.
@@ -50,6 +50,10 @@ const (
 	// Unavailable, like OutcomeUnavailable, but a fail-open adapter never
 	// runs the handler: it would run beside the lock's next holder.
 	OutcomeClosed
+	// OutcomeLimited: every permit of a semaphore was held, at the only
+	// attempt or until the wait budget ran out: the per-key concurrency
+	// limit is reached. HTTP 429 with Retry-After, gRPC ResourceExhausted.
+	OutcomeLimited
 )
 
 var outcomeNames = [...]string{
@@ -64,6 +68,7 @@ var outcomeNames = [...]string{
 	OutcomeUnlocked:      "unlocked",
 	OutcomeLost:          "lost",
 	OutcomeClosed:        "closed",
+	OutcomeLimited:       "limited",
 }
 
 // String is the outcome's low-cardinality name, as telemetry records it.
@@ -75,9 +80,11 @@ func (o Outcome) String() string {
 }
 
 // NotAcquired reports whether the outcome means the lock was seen held
-// (OutcomeContended or OutcomeTimeout): retrying later can work, and a
+// (OutcomeContended, OutcomeTimeout, or OutcomeLimited for a semaphore): retrying later can work, and a
 // fail-open adapter must not run the handler.
-func (o Outcome) NotAcquired() bool { return o == OutcomeContended || o == OutcomeTimeout }
+func (o Outcome) NotAcquired() bool {
+	return o == OutcomeContended || o == OutcomeTimeout || o == OutcomeLimited
+}
 
 // Classify tells what an acquire error means for a caller whose context is
 // ctx. Key mistakes come first; then the caller's own context decides
@@ -115,11 +122,14 @@ func classifyErr(ctx context.Context, err error) Outcome {
 		}
 		return OutcomeCanceled
 	case errors.As(err, &na):
+		if na.Limit > 0 {
+			return OutcomeLimited
+		}
 		if na.timeout {
 			return OutcomeTimeout
 		}
 		return OutcomeContended
-	case errors.Is(err, ErrInvalidOption), errors.Is(err, ErrWouldDeadlock):
+	case errors.Is(err, ErrInvalidOption), errors.Is(err, ErrWouldDeadlock), errors.Is(err, ErrUnsupported):
 		return OutcomeMisconfigured
 	case errors.Is(err, ErrClosed):
 		return OutcomeClosed

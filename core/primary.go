@@ -118,6 +118,16 @@ func ms(d time.Duration) int64 {
 
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
 	life, grant := queueArgs(r.ttl)
+	if n.kind != kindMutex {
+		if !r.wait {
+			life = 0
+		}
+		v, err := p.run(ctx, sharedAcquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, string(r.mode), r.limit, life).Result()
+		if err != nil {
+			return acquireReply{}, err
+		}
+		return parseAcquire(v)
+	}
 	var cmd *redis.Cmd
 	if p.ack.replicas == 0 {
 		cmd = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant})
@@ -150,6 +160,10 @@ func parseAcquire(v any) (acquireReply, error) {
 }
 
 func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, error) {
+	if n.kind != kindMutex {
+		v, err := p.run(ctx, sharedReleaseScript, []string{n.key}, token, n.channel, fenceKeepMs, p.publish).Int64()
+		return err == nil && v == 1, err
+	}
 	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs, p.publish}).Int64()
 	return err == nil && v >= 1, err
 }
@@ -168,7 +182,7 @@ func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acq
 func (p *primary) canHandoff() bool { return true }
 
 func (p *primary) extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error) {
-	v, err := p.run(ctx, extendScript, []string{n.key}, token, ms(ttl)).Int64()
+	v, err := p.run(ctx, n.kind.extendScript(), []string{n.key}, token, ms(ttl)).Int64()
 	return v == 1, err
 }
 
@@ -180,7 +194,7 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 	pipe := p.rdb.Pipeline()
 	for i := range batch {
 		b := &batch[i]
-		cmds[i] = extendScript.EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+		cmds[i] = b.names.kind.extendScript().EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
 	}
 	var wait *redis.Cmd
 	if p.ack.replicas > 0 {
@@ -197,7 +211,7 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 		pipe = p.rdb.Pipeline()
 		for _, i := range retry {
 			b := &batch[i]
-			cmds[i] = extendScript.Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+			cmds[i] = b.names.kind.extendScript().Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
 		}
 		if p.ack.replicas > 0 {
 			wait = p.waitCmd(ctx, pipe)

@@ -51,6 +51,18 @@ var (
 	fenceLua    string
 	fenceScript = newScript(fenceLua)
 
+	//go:embed scripts/shared_acquire.lua
+	sharedAcquireLua    string
+	sharedAcquireScript = newScript(nextFenceLua + sharedAcquireLua)
+
+	//go:embed scripts/shared_release.lua
+	sharedReleaseLua    string
+	sharedReleaseScript = newScript(sharedReleaseLua)
+
+	//go:embed scripts/shared_extend.lua
+	sharedExtendLua    string
+	sharedExtendScript = newScript(sharedExtendLua)
+
 	//go:embed scripts/inspect.lua
 	inspectLua    string
 	inspectScript = newScript(inspectLua)
