@@ -32,6 +32,12 @@ const (
 	AttrOwner = attribute.Key("lockkit.lock.owner")
 	// AttrFencingToken is the fencing token of the acquired lease.
 	AttrFencingToken = attribute.Key("lockkit.lock.fencing_token")
+	// AttrKind is what the lease is (core.AcquireInfo.Kind): mutex,
+	// semaphore, read or write (the sides of a read/write lock), on
+	// lock.acquire and lock.hold.
+	AttrKind = attribute.Key("lockkit.lock.kind")
+	// AttrLimit is a semaphore's number of permits, on its lock.acquire.
+	AttrLimit = attribute.Key("lockkit.lock.limit")
 	// AttrWaitStrategy is how the caller waited: notify, nowait or try.
 	AttrWaitStrategy = attribute.Key("lockkit.lock.wait.strategy")
 	// AttrAttempt numbers the Redis attempt of this acquire that first met

@@ -30,6 +30,8 @@
 // Attributes: lockkit.lock.name (core.Name: route template, RPC method),
 // lockkit.lock.key (per WithKeyAttribute: a hash by default, see HashKey),
 // lockkit.lock.owner (the Client's core.WithOwner: which replica),
+// lockkit.lock.kind (mutex, semaphore, read, write: core.AcquireInfo.Kind)
+// with lockkit.lock.limit on a semaphore's lock.acquire (its permits),
 // lockkit.lock.wait.strategy (notify, nowait, try), lockkit.lock.outcome
 // (the core.Outcome: acquired, contended, timeout, canceled, ...),
 // lockkit.lock.attempts (the Redis attempts the acquire made itself),
@@ -47,7 +49,8 @@
 //
 //	lock.acquire  Error: unavailable, closed, misconfigured, bad_key
 //	              Unset: acquired; contended, timeout (another owner held it: the
-//	                     service's own wait policy), canceled, deadline_exceeded
+//	                     service's own wait policy), limited (every permit of a
+//	                     semaphore held: its limit working), canceled, deadline_exceeded
 //	                     (the caller's decision); error.type says which
 //	lock.hold     Error: lost, closed (the handler ran without the lock from then on),
 //	              and a failed release (not_held, unavailable)

@@ -115,7 +115,11 @@ func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context
 	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
 	sctx, span := o.tracer.Start(ctx, SpanAcquire, o.spanOpts...)
 	if span.IsRecording() {
-		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrWaitStrategy.String(a.Strategy))
+		if a.Limit > 0 {
+			o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(a.Kind), AttrWaitStrategy.String(a.Strategy), AttrLimit.Int(a.Limit))
+		} else {
+			o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(kindOf(a)), AttrWaitStrategy.String(a.Strategy))
+		}
 	}
 	// start is read after the span started, so no event dated from it
 	// precedes the span (the SDK reads its clock inside Start).
@@ -255,13 +259,21 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	}
 	hctx, span := o.tracer.Start(base, SpanHold, o.spanOpts...)
 	if span.IsRecording() {
-		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrFencingToken.Int64(r.Token))
+		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(kindOf(a)), AttrFencingToken.Int64(r.Token))
 	} else if !span.SpanContext().IsValid() {
 		// A no-op span (no provider): nothing to end or to parent to, and
 		// the caller's span stays the current one.
 		return base
 	}
 	return &holdCtx{Context: hctx, span: span}
+}
+
+// kindOf is a's kind; an AcquireInfo built by hand without one is a mutex.
+func kindOf(a core.AcquireInfo) string {
+	if a.Kind == "" {
+		return core.KindMutex
+	}
+	return a.Kind
 }
 
 // acquireFailed: an acquire that ended so is the lock's failure to do its
@@ -273,7 +285,7 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 // request's span carries the request's status.
 func acquireFailed(o core.Outcome) bool {
 	switch o {
-	case core.OutcomeAcquired, core.OutcomeContended, core.OutcomeTimeout, core.OutcomeCanceled, core.OutcomeDeadline:
+	case core.OutcomeAcquired, core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLimited, core.OutcomeCanceled, core.OutcomeDeadline:
 		return false
 	}
 	return true

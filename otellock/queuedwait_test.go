@@ -113,6 +113,7 @@ func TestStatusRule(t *testing.T) {
 		{core.OutcomeAcquired, nil, false},
 		{core.OutcomeContended, &core.NotAcquiredError{Key: "k"}, false},
 		{core.OutcomeTimeout, &core.NotAcquiredError{Key: "k"}, false},
+		{core.OutcomeLimited, &core.NotAcquiredError{Key: "k", Limit: 3}, false},
 		{core.OutcomeCanceled, context.Canceled, false},
 		{core.OutcomeDeadline, context.DeadlineExceeded, false},
 		{core.OutcomeUnavailable, core.ErrUnavailable, true},
