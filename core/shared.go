@@ -114,11 +114,14 @@ func (s *Semaphore) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Lea
 	return s.c.acquireShared(ctx, s.key, modePermit, s.n, true, opts)
 }
 
-// RWLock is a read/write lock on a key: many readers or one writer. Once
-// a writer waits, no reader that comes after it is admitted: a writer under
-// a continuous stream of readers gets the lock when the readers already in
-// have released (or expired), not never. Readers waiting behind a writer
-// are admitted together when it releases. Take one from Client.RWLock.
+// RWLock is a read/write lock on a key: many readers or one writer, served
+// in the order they began to wait. Once a writer waits, no reader that
+// comes after it is admitted: a writer under a continuous stream of readers
+// gets the lock when the readers already in have released (or expired),
+// not never. And once a reader waits, no writer that comes after it is
+// admitted: readers queued behind a writer go in together when it
+// releases, before the writers queued after them, so a stream of writers
+// does not starve readers either. Take one from Client.RWLock.
 //
 // Both sides are Leases like a mutex's (renewal, ErrLost, fencing tokens
 // that order grants across readers and writers alike: a writer's token is
@@ -154,7 +157,7 @@ func (rw *RWLock) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 }
 
 // TryLock makes exactly one attempt on the write side; a refused TryLock
-// leaves no mark (readers are not held back by it).
+// (or TryRLock, or NoWait) leaves no mark: nobody is held back by it.
 func (rw *RWLock) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return rw.c.acquireShared(ctx, rw.key, modeWrite, 0, true, opts)
 }
@@ -234,8 +237,8 @@ func (c *Client) acquireShared(ctx context.Context, key string, m sharedMode, li
 // waitShared attempts until the shared lock is granted. Between attempts
 // it waits for a wake-up of the key (a release message, a (re)confirmed
 // subscription) or its fallback timer: the time until the first holder's
-// permit expires, and for a writer at most queueRefresh, so its mark stays
-// alive while it waits.
+// permit expires, and for a reader or writer at most queueRefresh, so its
+// mark (its place in the order) stays alive while it waits.
 func (a *acquisition) waitShared() (err error) {
 	c := a.c
 	var budget <-chan struct{}
@@ -255,8 +258,8 @@ func (a *acquisition) waitShared() (err error) {
 		if sw != nil {
 			c.leaveShared(a.names.key, sw)
 		}
-		if err != nil && a.req.mode == modeWrite && a.attempts > 0 {
-			c.releaseLater(a.names, a.req.token) // a writer that gave up drops its mark
+		if err != nil && a.req.mode != modePermit && a.attempts > 0 {
+			c.releaseLater(a.names, a.req.token) // a reader or writer that gave up drops its mark
 		}
 	}()
 	var woken <-chan struct{}
@@ -280,8 +283,8 @@ func (a *acquisition) waitShared() (err error) {
 			}
 		}
 		retry := c.b.retryDelay(a.last)
-		if a.req.mode == modeWrite {
-			retry = min(retry, queueRefresh(a.cfg.ttl))
+		if a.req.mode != modePermit {
+			retry = min(retry, queueRefresh(a.cfg.ttl)) // keeps its mark, and so its place
 		}
 		if fallback == nil {
 			fallback = time.NewTimer(retry)

@@ -9,34 +9,42 @@
 -- ARGV[4]  holder metadata (Observer)
 -- ARGV[5]  mode: 's' a permit, 'r' read, 'w' write
 -- ARGV[6]  limit (permits; 's' only)
--- ARGV[7]  lifetime of a waiting writer's mark (ms); 0: a writer that will
---          not wait (TryLock, NoWait) leaves none
+-- ARGV[7]  lifetime of a waiting reader's or writer's mark (ms); 0: a
+--          caller that will not wait (TryLock, NoWait) leaves none
 --
 -- The hash has, per holder, p<token> = "<expiry ms>:<fence>:<mode>" and
--- d<token> = "<owner id>\n<metadata>"; per waiting writer x<token> =
--- "<expiry ms>:<owner id>"; f the last fencing token; r the last released
+-- d<token> = "<owner id>\n<metadata>"; per waiting writer x<token> and per
+-- waiting reader y<token> = "<expiry ms>:<seq>:<owner id>"; n the last
+-- waiting sequence number; f the last fencing token; r the last released
 -- token. A holder whose expiry passed is gone (a crashed holder's permit
--- frees itself by expiry, like a mutex's key): entries are dropped when an
--- attempt meets them. The hash lives as long as its longest entry, and at
--- least ARGV[2] after a grant.
+-- frees itself by expiry, like a mutex's key), and so is a mark: entries
+-- are dropped when an attempt meets them. The hash lives as long as its
+-- longest entry.
 --
--- A writer refused because the lock is held leaves its mark; while a live
--- mark of another writer exists no reader is admitted, so a writer waits
--- for the readers already in, not for a stream of new ones. A writer that
--- takes the lock drops its own mark.
+-- Readers and writers are served in the order they started waiting (their
+-- seq, taken at their first refusal and kept by every later attempt while
+-- their mark lives): a reader is not admitted while a writer that waits
+-- longer than it (or at all, for a reader that has not waited) is queued,
+-- and a writer is not admitted while a reader that waits longer than it
+-- does. So a writer waits for the readers already in and those queued
+-- before it, never for a stream of new ones; and readers queued behind one
+-- writer go in together when it releases, before the writers after them.
+-- A writer or reader that takes the lock drops its own mark.
 --
 -- Returns the fence when the caller holds a permit / the lock now (also for
 -- a re-send of an attempt that already succeeded: same token, its expiry
 -- refreshed), or {0, owner, metadata, ms until it frees, fence} naming the
--- live holder that expires first (a waiting writer when only marks stand
--- in the way: owner id, no metadata, its mark's remaining life, fence 0).
+-- live holder that expires first (a waiter queued ahead when only marks
+-- stand in the way: owner id, no metadata, its mark's remaining life,
+-- fence 0).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local all = redis.call('HGETALL', KEYS[1])
 local mode, ttl = ARGV[5], tonumber(ARGV[2])
 local live, writer, mine, last = 0, false, nil, nil
 local first, firstExp, firstFence = nil, nil, nil
-local waiting, waitExp, waitOwner = false, nil, nil
+local myMark, myseq = nil, nil
+local wq, rq = nil, nil -- the longest-waiting other writer / reader: {seq, exp, owner}
 local gone, maxExp = {}, 0
 for i = 1, #all, 2 do
   local k, v = all[i], all[i + 1]
@@ -58,17 +66,25 @@ for i = 1, #all, 2 do
       if exp > maxExp then maxExp = exp end
       if not first or exp < firstExp then first, firstExp, firstFence = tok, exp, fence end
     end
-  elseif c == 'x' then
-    local exp, owner = string.match(v, '^(%d+):(.*)$')
-    exp = tonumber(exp)
+  elseif c == 'x' or c == 'y' then
+    local exp, seq, owner = string.match(v, '^(%d+):(%d+):(.*)$')
+    exp, seq = tonumber(exp), tonumber(seq)
     if exp < now then
       gone[#gone + 1] = k
-    elseif string.sub(k, 2) ~= ARGV[1] then
-      waiting = true
+    elseif string.sub(k, 2) == ARGV[1] then
+      myMark, myseq = k, seq
       if exp > maxExp then maxExp = exp end
-      if not waitExp or exp < waitExp then waitExp, waitOwner = exp, owner end
+    else
+      if exp > maxExp then maxExp = exp end
+      local w = {seq, exp, owner}
+      if c == 'x' and (not wq or seq < wq[1]) then wq = w end
+      if c == 'y' and (not rq or seq < rq[1]) then rq = w end
     end
   end
+end
+-- ahead: a waiter of the other side queued before this caller
+local function ahead(q)
+  return q and (not myseq or q[1] < myseq)
 end
 if #gone > 0 then
   redis.call('HDEL', KEYS[1], unpack(gone))
@@ -82,31 +98,35 @@ if mine then -- a re-send, or a renewal that raced: refresh, same fence
   keep(now + ttl)
   return tonumber(mine)
 end
-local ok
+local ok, blocker
 if mode == 's' then
   ok = live < tonumber(ARGV[6])
 elseif mode == 'r' then
-  ok = not writer and not waiting
+  ok = not writer and not ahead(wq)
+  blocker = ahead(wq) and wq
 else
-  ok = live == 0
+  ok = live == 0 and not ahead(rq)
+  blocker = ahead(rq) and rq
 end
 if ok then
   local fence = next_fence(last, t) -- nextfence.lua, prepended
   redis.call('HSET', KEYS[1], 'p' .. ARGV[1], (now + ttl) .. ':' .. fence .. ':' .. mode,
     'd' .. ARGV[1], ARGV[3] .. '\n' .. ARGV[4], 'f', fence)
-  if mode == 'w' then
-    redis.call('HDEL', KEYS[1], 'x' .. ARGV[1])
+  if myMark then
+    redis.call('HDEL', KEYS[1], myMark)
   end
   keep(now + ttl)
   return tonumber(fence)
 end
-if mode == 'w' and tonumber(ARGV[7]) > 0 then
+if mode ~= 's' and tonumber(ARGV[7]) > 0 then -- queue, or keep the place
   local exp = now + tonumber(ARGV[7])
-  redis.call('HSET', KEYS[1], 'x' .. ARGV[1], exp .. ':' .. ARGV[3])
+  local seq = myseq or redis.call('HINCRBY', KEYS[1], 'n', 1)
+  local f = (mode == 'w' and 'x' or 'y') .. ARGV[1]
+  redis.call('HSET', KEYS[1], f, exp .. ':' .. seq .. ':' .. ARGV[3])
   keep(exp)
 end
-if not first then -- only waiting writers' marks stand in the way
-  return {0, waitOwner or '', '', waitExp - now, 0}
+if not first then -- only a waiter queued ahead stands in the way
+  return {0, blocker[3], '', blocker[2] - now, 0}
 end
 local d = redis.call('HGET', KEYS[1], 'd' .. first) or ''
 local owner, meta = string.match(d, '^([^\n]*)\n(.*)$')

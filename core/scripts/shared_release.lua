@@ -9,9 +9,9 @@
 --
 -- Returns 1 when the token held a permit (or had just released it: the
 -- token is the last released one, a re-sent release), 0 otherwise: expired
--- (its permit was free for others already) or never held. A writer that
--- gave up waiting releases its token too: that drops its mark, so readers
--- are not held back for the mark's lifetime.
+-- (its permit was free for others already) or never held. A reader or
+-- writer that gave up waiting releases its token too: that drops its mark,
+-- so the other side is not held back for the mark's lifetime.
 local v = redis.call('HGET', KEYS[1], 'p' .. ARGV[1])
 if v then
   local t = redis.call('TIME')
@@ -30,8 +30,8 @@ end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
   return 1
 end
-if redis.call('HDEL', KEYS[1], 'x' .. ARGV[1]) == 1 then
-  -- a waiting writer left: readers it held back may go
+if redis.call('HDEL', KEYS[1], 'x' .. ARGV[1], 'y' .. ARGV[1]) == 1 then
+  -- a waiter left the queue: those it held back may go
   redis.call(ARGV[4], ARGV[2], 'released')
 end
 return 0

@@ -39,6 +39,9 @@ type Interval struct {
 	From  time.Time
 	To    time.Time
 	End   End
+	// Mode is what the hold was on a shared lock: ModeRead, ModeWrite or
+	// ModePermit (History.BeginMode); "" for a mutex.
+	Mode string
 }
 
 func (iv Interval) String() string {
@@ -64,6 +67,7 @@ func NewHistory() *History { return &History{} }
 type Hold struct {
 	l    Lease
 	who  string
+	mode string
 	from time.Time
 
 	mu       sync.Mutex
@@ -76,8 +80,12 @@ type Hold struct {
 
 // Begin starts recording a hold of l by who, from now: call it as soon as
 // Acquire returned the lease.
-func (h *History) Begin(who string, l Lease) *Hold {
-	hd := &Hold{l: l, who: who, from: time.Now()}
+func (h *History) Begin(who string, l Lease) *Hold { return h.BeginMode(who, "", l) }
+
+// BeginMode is Begin for a hold of a shared lock: mode is ModeRead,
+// ModeWrite or ModePermit, which Excess and RWConflicts judge by.
+func (h *History) BeginMode(who, mode string, l Lease) *Hold {
+	hd := &Hold{l: l, who: who, mode: mode, from: time.Now()}
 	hd.stop = context.AfterFunc(l.Context(), func() {
 		now := time.Now()
 		hd.mu.Lock()
@@ -134,7 +142,7 @@ func (hd *Hold) Interval() Interval {
 	if !hd.closed {
 		until, end = hd.l.Until(), EndOpen
 	}
-	iv := Interval{Key: hd.l.Key(), Who: hd.who, Token: hd.l.Token(), From: hd.from, To: until, End: end}
+	iv := Interval{Key: hd.l.Key(), Who: hd.who, Token: hd.l.Token(), From: hd.from, To: until, End: end, Mode: hd.mode}
 	if !hd.ctxEnd.IsZero() && hd.ctxEnd.Before(iv.To) {
 		iv.To, iv.End = hd.ctxEnd, EndContext
 	}

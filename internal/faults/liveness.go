@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +93,7 @@ func (l *Liveness) Latest() time.Duration {
 // Leftover is a Redis key a finished run should not have.
 type Leftover struct {
 	Key    string
-	Reason string // "owned" (a hash with an o field), "no ttl"
+	Reason string // "owned" (a hash with an o field), "held" (a live holder entry of a shared hash), "no ttl"
 }
 
 func (o Leftover) String() string { return o.Key + ": " + o.Reason }
@@ -157,6 +158,9 @@ func checkKey(ctx context.Context, c redis.Cmdable, k string) (*Leftover, error)
 		if owned {
 			return &Leftover{k, "owned"}, nil
 		}
+		if held, err := sharedHeld(ctx, c, k); err != nil || held {
+			return &Leftover{k, "held"}, err
+		}
 	}
 	ttl, err := c.PTTL(ctx, k).Result()
 	if err != nil {
@@ -166,6 +170,30 @@ func checkKey(ctx context.Context, c redis.Cmdable, k string) (*Leftover, error)
 		return &Leftover{k, "no ttl"}, nil
 	}
 	return nil, nil
+}
+
+// sharedHeld reports whether k is a shared hash (semaphore, read/write
+// lock) with a holder entry p<token> = "<expiry ms>:..." not yet expired by
+// the server's clock: a permit or a side nobody released.
+func sharedHeld(ctx context.Context, c redis.Cmdable, k string) (bool, error) {
+	fields, err := c.HGetAll(ctx, k).Result()
+	if err != nil {
+		return false, err
+	}
+	now, err := c.Time(ctx).Result()
+	if err != nil {
+		return false, err
+	}
+	for f, v := range fields {
+		if !strings.HasPrefix(f, "p") {
+			continue
+		}
+		exp, _, _ := strings.Cut(v, ":")
+		if ms, err := strconv.ParseInt(exp, 10, 64); err == nil && ms >= now.UnixMilli() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // FormatLeftovers joins leftovers for an error message.
