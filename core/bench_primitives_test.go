@@ -125,4 +125,3 @@ func kinds(c *core.Client, rdb *redis.Client) []primKind {
 		{name: "write", limit: 1, hold: leaseHold(func(ctx context.Context, k string) (*core.Lease, error) { return c.RWLock(k).Lock(ctx) })},
 	}
 }
-

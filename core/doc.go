@@ -81,10 +81,22 @@
 // ErrNotAcquired when the lock was seen held (a *NotAcquiredError names the
 // holder), ErrUnavailable when Redis failed or did not answer in time (an
 // *UnavailableError wraps the cause), ErrLost, ErrNotHeld, ErrInvalidKey,
-// ErrInvalidOption, ErrWouldDeadlock, ErrClosed and ErrBadRedisClient. A
-// Redis that stops answering is never reported as contention. Classify turns
-// an acquire error into an Outcome, the one taxonomy the Observer, otellock
-// and every adapter use.
+// ErrInvalidOption, ErrWouldDeadlock, ErrUnsupported, ErrClosed and
+// ErrBadRedisClient. A Redis that stops answering is never reported as
+// contention. Classify turns an acquire error into an Outcome, the one
+// taxonomy the Observer, otellock and every adapter use.
+//
+// # Limits, readers and writers
+//
+// Client.Semaphore(key, n) admits at most n leases of key at once (a
+// per-key concurrency limit; a refusal classifies as OutcomeLimited), and
+// Client.RWLock(key) many readers or one writer, in the order they began to
+// wait (neither side starves the other). Their leases are Leases like a
+// mutex's, renewed and lost the same way; each holder's entry expires on
+// its own on the server, so a crashed holder frees its place at its TTL.
+// Their tokens order grants but do not exclude, since holders are
+// concurrent. Both need a single primary or a cluster: on a Redlock Client
+// they return ErrUnsupported.
 //
 // # Redlock and replicas
 //
