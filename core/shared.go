@@ -320,6 +320,10 @@ type sharedWait struct {
 	sub   waitSub
 	wake  chan struct{}
 	woken chan struct{}
+	// what Client.Locks shows of it: the key, its kind, and since when
+	// this Client has had waiters on it without a break.
+	user, kind string
+	since      time.Time
 }
 
 // joinShared takes a reference on rkey's subscription and returns the
@@ -335,7 +339,11 @@ func (c *Client) joinShared(n redisNames) (sw *sharedWait, woken <-chan struct{}
 		sw.refs++
 		return sw, sw.woken, true, nil
 	}
-	sw = &sharedWait{refs: 1, wake: make(chan struct{}, 1), woken: make(chan struct{})}
+	kind := KindSemaphore
+	if n.kind == kindRW {
+		kind = KindRead
+	}
+	sw = &sharedWait{refs: 1, wake: make(chan struct{}, 1), woken: make(chan struct{}), user: n.user, kind: kind, since: time.Now()}
 	if sw.sub, err = c.b.notifications().subscribe(n.channel, sw.wake, ""); err != nil {
 		return nil, nil, false, err
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
@@ -572,4 +574,57 @@ func TestSharedUnsupportedOnRedlock(t *testing.T) {
 	if _, err := c.RWLock("d").RLock(ctx); !errors.Is(err, core.ErrUnsupported) {
 		t.Fatalf("rwlock on Redlock: %v", err)
 	}
+}
+
+// TestSharedLocksAndTables: Client.Locks lists held permits and a shared
+// lock's waiters with their kind, and the per-key wait table empties once
+// nobody waits (a client choosing many distinct keys cannot grow it).
+func TestSharedLocksAndTables(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testkit.Context(t, 20*time.Second)
+	c := newClient(t, srv)
+	held, err := c.Semaphore("exports", 1).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 8)
+	for i := range 8 { // 4 waiters on one key, 1 on each of 4 others
+		key := "exports"
+		if i >= 4 {
+			key = fmt.Sprint("other-", i)
+			if _, err := c.Semaphore(key, 1).Acquire(ctx); err != nil { // full
+				t.Fatal(err)
+			}
+		}
+		go func() {
+			_, err := c.Semaphore(key, 1).Acquire(wctx)
+			done <- err
+		}()
+	}
+	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return corehook.Tables(c)["waiters"] == 8 })
+	if n := corehook.Tables(c)["shared"]; n != 5 {
+		t.Errorf("%d shared waits, want 5 keys", n)
+	}
+	var saw bool
+	for _, s := range c.Locks() {
+		if s.Key == "exports" && s.Kind == core.KindSemaphore && s.Held && s.Waiters == 4 && !s.OldestWait.IsZero() {
+			saw = true
+		}
+	}
+	if !saw {
+		t.Errorf("Locks does not show the held permit with its 4 waiters: %+v", c.Locks())
+	}
+	cancel()
+	for range 8 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiter: %v", err)
+		}
+	}
+	if tb := corehook.Tables(c); tb["shared"] != 0 || tb["waiters"] != 0 {
+		t.Errorf("tables after the waits ended: %v", tb)
+	}
+	// The hub unsubscribes on its own goroutine.
+	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return corehook.Tables(c)["subscriptions"] == 0 })
+	_ = held.Release(ctx)
 }

@@ -21,6 +21,11 @@ func HashKey(key string) string {
 type LockState struct {
 	// Key is the lock key as given to Acquire.
 	Key string
+	// Kind is KindMutex, KindSemaphore, KindRead or KindWrite (a shared
+	// lock's waiters, not held by this Client: KindSemaphore, or KindRead
+	// for a read/write lock, whichever side they wait for). A Client
+	// holding several permits of one semaphore lists one LockState each.
+	Kind string
 	// Name is the telemetry name of the holding lease (empty when not held
 	// by this Client, or when none was given).
 	Name string
@@ -53,7 +58,7 @@ func (c *Client) Locks() []LockState {
 	for _, l := range c.ren.h {
 		byKey[l.names.key] = len(out)
 		out = append(out, LockState{
-			Key: l.key, Name: l.name, Held: true, Token: l.fence,
+			Key: l.key, Kind: l.kind(), Name: l.name, Held: true, Token: l.fence,
 			AcquiredAt: l.acquiredAt, Until: l.deadline(), TTL: l.ttl,
 		})
 	}
@@ -67,7 +72,7 @@ func (c *Client) Locks() []LockState {
 		i, ok := byKey[rkey]
 		if !ok {
 			i = len(out)
-			out = append(out, LockState{Key: q.names.user})
+			out = append(out, LockState{Key: q.names.user, Kind: KindMutex})
 		}
 		s := &out[i]
 		s.Waiters = len(q.waiters)
@@ -76,6 +81,15 @@ func (c *Client) Locks() []LockState {
 				s.OldestWait = w.since
 			}
 		}
+	}
+	for rkey, sw := range c.shared {
+		i, ok := byKey[rkey]
+		if !ok {
+			i = len(out)
+			out = append(out, LockState{Key: sw.user, Kind: sw.kind})
+		}
+		out[i].Waiters += sw.refs
+		out[i].OldestWait = sw.since
 	}
 	c.qmu.Unlock()
 

@@ -10,7 +10,8 @@ package corehook
 // by name:
 //
 //	queues         local FIFO queues (holders, waiters, hand-off and yield state), one per key in use
-//	waiters        callers queued in those queues, all keys together
+//	shared         waits on semaphores and read/write locks, one per key waited for
+//	waiters        callers queued in those queues or waiting on shared locks, all keys together
 //	subscriptions  release-notification channels known to the pub/sub hubs (all nodes under Redlock; shard channels on a cluster)
 //	leases         leases scheduled for renewal
 //	renewals       renewals handed to the renewal I/O goroutine and not yet sent
