@@ -87,7 +87,7 @@ form{margin:.4em 0}input[type=text]{width:28em;font:13px ui-monospace,monospace}
 <h2 id="locks">Held and awaited by this process ({{.LocksTotal}})</h2>
 <table><thead><tr><th>key</th><th>name</th><th>state</th><th>owner</th><th class="n">token</th><th class="n">held for</th><th class="n">TTL left</th><th class="n">waiters</th><th class="n">oldest wait</th></tr></thead><tbody>
 {{range .Locks}}<tr class="lock"><td><code>{{if .Key}}{{.Key}}{{else}}(hidden){{end}}</code></td><td>{{.Name}}</td>
-<td>{{if .Held}}<span class="held">held</span>{{else}}<span class="wait">waiting</span>{{end}}</td><td><code>{{.Owner}}</code></td>
+<td>{{if .Held}}<span class="held">held</span>{{else}}<span class="wait">waiting</span>{{end}}{{if and .Kind (ne .Kind "mutex")}} <span class="meta">{{.Kind}}</span>{{end}}</td><td><code>{{.Owner}}</code></td>
 <td class="n">{{if .Held}}{{.Token}}{{end}}</td><td class="n">{{if .Held}}{{dur .HeldFor}}{{end}}</td><td class="n">{{if .Held}}{{dur .TTLLeft}} / {{dur .TTL}}{{end}}</td>
 <td class="n">{{.Waiters}}</td><td class="n">{{if .OldestWaitSince}}{{dur .OldestWait}}{{end}}</td></tr>
 {{else}}<tr><td colspan="9" class="empty">none</td></tr>{{end}}

@@ -40,6 +40,8 @@ type Snapshot struct {
 type Lock struct {
 	Key  string `json:"key,omitempty"`
 	Name string `json:"name,omitempty"`
+	// Kind is core.LockState.Kind: mutex, semaphore, read or write.
+	Kind string `json:"kind,omitempty"`
 	// Held: this process holds it (as Owner, with fencing token Token).
 	Held       bool       `json:"held"`
 	Owner      string     `json:"owner,omitempty"`
@@ -106,7 +108,7 @@ func (v *View) Snapshot(c *core.Client) Snapshot {
 	}
 	s.Locks = make([]Lock, 0, len(locks))
 	for _, l := range locks {
-		row := Lock{Key: v.cfg.show(l.Key), Name: l.Name, Held: l.Held, Waiters: l.Waiters}
+		row := Lock{Key: v.cfg.show(l.Key), Name: l.Name, Kind: l.Kind, Held: l.Held, Waiters: l.Waiters}
 		if l.Held {
 			at := l.AcquiredAt
 			row.Owner, row.Token, row.AcquiredAt = s.Owner, l.Token, &at
