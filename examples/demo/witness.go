@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/examples/internal/ordershttp"
 )
 
 // witness watches the order book from inside the handlers' critical
@@ -30,6 +31,22 @@ type witness struct {
 	mu     sync.Mutex
 	clock  int64 // ticks at every entry and exit of a critical section
 	orders map[string]*trail
+	// tenants: what the witness saw of each tenant's exports (a semaphore
+	// of exportLimit) and settings (a read/write lock).
+	tenants map[string]*tenantTrail
+}
+
+// tenantTrail is what the witness saw of one tenant.
+type tenantTrail struct {
+	exporting, mostExporting int // exports inside now / at most at once
+	exports                  int // exports the store ran
+	tooMany                  int // entries that made more than exportLimit exports at once
+
+	readers, writers int // settings readers and writers inside now
+	mostReaders      int // readers inside at once, at most
+	reads, writes    int // reads and writes the store ran
+	conflicts        int // entries of a writer beside anyone, or a reader beside a writer
+	version          int // writes the store accepted
 }
 
 // trail is what the witness saw of one order.
@@ -43,6 +60,8 @@ type trail struct {
 
 	payments, refunds, ships int
 	paid, refunded           int64 // cents the store said it added / took back
+	transfers                int   // transfers the store accepted, in or out
+	in, out                  int64 // cents transferred to / from the order
 	lines                    int   // lines the store said it imported
 	linesTotal               int64 // their value in cents
 	imports, exports         int   // streams that ran (exports: to their end)
@@ -69,7 +88,7 @@ type write struct {
 }
 
 func newWitness(store *orders.Store) *witness {
-	return &witness{store: store, orders: map[string]*trail{}}
+	return &witness{store: store, orders: map[string]*trail{}, tenants: map[string]*tenantTrail{}}
 }
 
 // book is the order book as replica's routes see it.
@@ -97,10 +116,120 @@ func (b *watchedBook) Ship(ctx context.Context, id string, token int64) (orders.
 		func(t *trail) { t.ships++ })
 }
 
-// Export is not watched: the demo's clients change orders only, and the
-// witness checks orders. (The replicas serve /tenant/export all the same.)
+// Export counts the tenant's exports inside at once: never more than
+// exportLimit (the routes' semaphore), and more than one at a time shows
+// the limit admitting several.
 func (b *watchedBook) Export(ctx context.Context, tenant string, token int64) (orders.Export, error) {
-	return b.w.store.Export(ctx, tenant, token)
+	w := b.w
+	w.mu.Lock()
+	t := w.tenantOf(tenant)
+	t.exporting++
+	t.mostExporting = max(t.mostExporting, t.exporting)
+	if t.exporting > exportLimit {
+		t.tooMany++
+	}
+	w.mu.Unlock()
+	e, err := w.store.Export(ctx, tenant, token)
+	w.mu.Lock()
+	t.exporting--
+	if err == nil {
+		t.exports++
+	}
+	w.mu.Unlock()
+	return e, err
+}
+
+// Settings and SetSettings are the read and write sides of the tenant's
+// read/write lock: a writer beside anyone, or a reader beside a writer, is
+// a conflict; readers side by side are the lock working.
+func (b *watchedBook) Settings(ctx context.Context, tenant string) (orders.Settings, error) {
+	w := b.w
+	w.mu.Lock()
+	t := w.tenantOf(tenant)
+	t.readers++
+	t.mostReaders = max(t.mostReaders, t.readers)
+	if t.writers > 0 {
+		t.conflicts++
+	}
+	w.mu.Unlock()
+	st, err := w.store.Settings(ctx, tenant)
+	w.mu.Lock()
+	t.readers--
+	if err == nil {
+		t.reads++
+	}
+	w.mu.Unlock()
+	return st, err
+}
+
+func (b *watchedBook) SetSettings(ctx context.Context, tenant, plan string, token int64) (orders.Settings, error) {
+	w := b.w
+	w.mu.Lock()
+	t := w.tenantOf(tenant)
+	t.writers++
+	if t.writers > 1 || t.readers > 0 {
+		t.conflicts++
+	}
+	w.mu.Unlock()
+	st, err := w.store.SetSettings(ctx, tenant, plan, token)
+	w.mu.Lock()
+	t.writers--
+	if err == nil {
+		t.writes++
+		t.version++
+	}
+	w.mu.Unlock()
+	return st, err
+}
+
+// Transfer is one critical section of both orders at once: entering
+// counts an overlap on each order where another writer is inside, and an
+// accepted transfer is a write of each order with that order's token.
+func (b *watchedBook) Transfer(ctx context.Context, from, to string, fromToken, toToken, cents int64) (orders.Order, orders.Order, error) {
+	w := b.w
+	w.mu.Lock()
+	tf, tt := w.trailOf(from), w.trailOf(to)
+	w.clock++
+	start := w.clock
+	for _, t := range []*trail{tf, tt} {
+		t.inside++
+		t.sections++
+		if t.inside > 1 {
+			t.overlaps++
+		}
+	}
+	w.mu.Unlock()
+
+	a, c, err := w.store.Transfer(ctx, from, to, fromToken, toToken, cents)
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err == nil:
+		tf.writes = append(tf.writes, write{token: fromToken, replica: b.replica})
+		tt.writes = append(tt.writes, write{token: toToken, replica: b.replica})
+		tf.transfers, tt.transfers = tf.transfers+1, tt.transfers+1
+		tf.out += cents
+		tt.in += cents
+	case errors.Is(err, orders.ErrStaleToken):
+		tf.staleRefused++
+	}
+	w.clock++
+	for _, t := range []*trail{tf, tt} {
+		t.inside--
+		t.spans = append(t.spans, span{from: start, to: w.clock, what: "transfer", replica: b.replica})
+	}
+	return a, c, err
+}
+
+// tenantOf is tenant's trail, made on first use. w.mu is held.
+func (w *witness) tenantOf(tenant string) *tenantTrail {
+	t := w.tenants[tenant]
+	if t == nil {
+		t = &tenantTrail{}
+		w.tenants[tenant] = t
+	}
+	return t
 }
 
 // Import is one critical section from its first line to its last: the
@@ -274,7 +403,7 @@ func (w *witness) check(replicas []string) verdict {
 	})
 
 	var lost, overlapped, stale, doubleShip, inStream []string
-	var overlaps, payments, refunds, shipped int
+	var overlaps, payments, refunds, shipped, transfers int
 	wrote := map[string]int{}
 	for _, id := range ids {
 		t := w.orders[id]
@@ -283,6 +412,7 @@ func (w *witness) check(replicas []string) verdict {
 		v.stale += t.staleRefused
 		v.imports, v.exports, v.lines = v.imports+t.imports, v.exports+t.exports, v.lines+t.lines
 		payments, refunds, shipped = payments+t.payments, refunds+t.refunds, shipped+t.ships
+		transfers += t.transfers
 		if len(t.writes) > 0 {
 			v.orders++
 			v.writes += len(t.writes)
@@ -294,9 +424,9 @@ func (w *witness) check(replicas []string) verdict {
 			wrote[wr.replica]++
 		}
 		switch {
-		case o.Balance != t.paid-t.refunded || o.Payments != t.payments || o.Refunds != t.refunds:
-			lost = append(lost, fmt.Sprintf("order %s: balance %d, not %d, after the %d payments and %d refunds the store accepted (it counts %d and %d)",
-				id, o.Balance, t.paid-t.refunded, t.payments, t.refunds, o.Payments, o.Refunds))
+		case o.Balance != t.paid-t.refunded+t.in-t.out || o.Payments != t.payments || o.Refunds != t.refunds || o.Transfers != t.transfers:
+			lost = append(lost, fmt.Sprintf("order %s: balance %d, not %d, after the %d payments, %d refunds and %d transfers the store accepted (it counts %d, %d and %d)",
+				id, o.Balance, t.paid-t.refunded+t.in-t.out, t.payments, t.refunds, t.transfers, o.Payments, o.Refunds, o.Transfers))
 		case o.Lines != t.lines || o.Total != t.linesTotal:
 			lost = append(lost, fmt.Sprintf("order %s: %d lines worth %d cents, not the %d worth %d the store imported",
 				id, o.Lines, o.Total, t.lines, t.linesTotal))
@@ -323,7 +453,7 @@ func (w *witness) check(replicas []string) verdict {
 
 	v.checks = append(v.checks,
 		verdictOf(lost, "no lost update, no double payment",
-			fmt.Sprintf("%d orders: balance = sum of the %d payments - %d refunds, lines = the %d lines imported, as the store accepted them, on every one", v.orders, payments, refunds, v.lines)),
+			fmt.Sprintf("%d orders: balance = sum of the %d payments - %d refunds ± %d transfers, lines = the %d lines imported, as the store accepted them, on every one", v.orders, payments, refunds, transfers/2, v.lines)),
 		verdictOf(overlapped, "no overlapping holders",
 			fmt.Sprintf("0 overlaps in %d critical sections", v.entered)),
 		verdictOf(stale, "no stale-token write accepted",
@@ -333,6 +463,7 @@ func (w *witness) check(replicas []string) verdict {
 		verdictOf(inStream, checkStreams,
 			fmt.Sprintf("%d imports (%d lines) and %d exports, each alone with its order from its first line to its last", v.imports, v.lines, v.exports)),
 	)
+	v.checks = append(v.checks, w.tenantChecks(&v)...)
 	var idle []string
 	for _, r := range replicas {
 		if wrote[r] == 0 {
@@ -442,4 +573,44 @@ func fencedNote(v verdict) string {
 		return ""
 	}
 	return fmt.Sprintf(" (by the fenced store, package fence); its record of each of the %d orders carries the last write's token", v.fenced)
+}
+
+// exportLimit is how many exports of one tenant the routes admit at once
+// (their semaphore); the witness checks it was never exceeded.
+const exportLimit = ordershttp.ExportLimit
+
+// tenantChecks are the checks of the tenants' exports (a semaphore) and
+// settings (a read/write lock); none when no tenant was asked for. w.mu is
+// held.
+func (w *witness) tenantChecks(v *verdict) []check {
+	if len(w.tenants) == 0 {
+		return nil
+	}
+	var crowded, conflicting []string
+	var exports, most, reads, writes, mostReaders int
+	ids := make([]string, 0, len(w.tenants))
+	for id := range w.tenants {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		t := w.tenants[id]
+		exports, reads, writes = exports+t.exports, reads+t.reads, writes+t.writes
+		most, mostReaders = max(most, t.mostExporting), max(mostReaders, t.mostReaders)
+		if t.tooMany > 0 {
+			crowded = append(crowded, fmt.Sprintf("tenant %s: %d exports at once, the limit is %d", id, t.mostExporting, exportLimit))
+		}
+		if t.conflicts > 0 {
+			conflicting = append(conflicting, fmt.Sprintf("tenant %s: %d settings accesses beside a writer", id, t.conflicts))
+		}
+		if st, _ := w.store.Settings(context.Background(), id); st.Version != t.version {
+			conflicting = append(conflicting, fmt.Sprintf("tenant %s: settings version %d after %d accepted writes", id, st.Version, t.version))
+		}
+	}
+	return []check{
+		verdictOf(crowded, fmt.Sprintf("at most %d exports per tenant at once", exportLimit),
+			fmt.Sprintf("%d exports of %d tenants, at most %d of one tenant at once", exports, len(ids), most)),
+		verdictOf(conflicting, "no settings writer beside anyone",
+			fmt.Sprintf("%d reads (up to %d of one tenant at once) and %d writes, no writer beside a reader or a writer", reads, mostReaders, writes)),
+	}
 }

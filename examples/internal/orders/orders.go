@@ -58,7 +58,9 @@ type Order struct {
 	Balance  int64  `json:"balance_cents"`
 	Payments int    `json:"payments"`
 	Refunds  int    `json:"refunds"`
-	Shipped  bool   `json:"shipped"`
+	// Transfers counts the transfers this order took part in, either way.
+	Transfers int  `json:"transfers"`
+	Shipped   bool `json:"shipped"`
 	// Lines is how many line items were imported, Total their value:
 	// the sum of quantity × unit price.
 	Lines int   `json:"lines"`
@@ -92,6 +94,15 @@ type Export struct {
 	Token  int64  `json:"token"`
 }
 
+// Settings are a tenant's settings: read by many requests at once, written
+// by few (a read/write lock's case).
+type Settings struct {
+	Tenant  string `json:"tenant"`
+	Plan    string `json:"plan"`
+	Version int    `json:"version"` // how many times they were written
+	Token   int64  `json:"token"`   // the fencing token of the last write
+}
+
 // Book is what the order routes run: *Store, or a wrapper around one (the
 // demo wraps it with its witness). Every front end — gin, echo, gRPC —
 // takes a Book, so all of them serve the same order book. (The gRPC
@@ -103,6 +114,9 @@ type Book interface {
 	Refund(ctx context.Context, id string, token, cents int64) (Order, error)
 	Ship(ctx context.Context, id string, token int64) (Order, error)
 	Export(ctx context.Context, tenant string, token int64) (Export, error)
+	Transfer(ctx context.Context, from, to string, fromToken, toToken, cents int64) (Order, Order, error)
+	Settings(ctx context.Context, tenant string) (Settings, error)
+	SetSettings(ctx context.Context, tenant, plan string, token int64) (Settings, error)
 	Import(ctx context.Context, id string, token int64, lines iter.Seq2[Line, error]) (Order, int, error)
 	ExportLines(ctx context.Context, id string, send func(Line) error) (int, error)
 }
@@ -119,15 +133,16 @@ type Store struct {
 	// record is written to Redis through it, refused for an older token.
 	fence *fence.Redis
 
-	mu      sync.Mutex
-	orders  map[string]Order
-	lines   map[string][]Line
-	exports map[string]Export
+	mu       sync.Mutex
+	orders   map[string]Order
+	lines    map[string][]Line
+	exports  map[string]Export
+	settings map[string]Settings
 }
 
 // NewStore returns an empty store whose operations take work.
 func NewStore(work time.Duration) *Store {
-	return &Store{Work: work, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}}
+	return &Store{Work: work, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}, settings: map[string]Settings{}}
 }
 
 // FenceKeyPrefix prefixes an order's id to name its record in the fenced
@@ -295,17 +310,8 @@ func (s *Store) update(ctx context.Context, id string, token int64, change func(
 		return Order{}, err
 	}
 	o.Token = token
-	if s.fence != nil {
-		// The resource refuses the older token: one call.
-		rec, err := json.Marshal(o)
-		if err != nil {
-			return Order{}, err
-		}
-		if err := s.fence.Set(ctx, FenceKeyPrefix+id, string(rec), token); errors.Is(err, fence.ErrStale) {
-			return Order{}, fmt.Errorf("%w: %w", ErrStaleToken, err)
-		} else if err != nil {
-			return Order{}, err
-		}
+	if err := s.record(ctx, o); err != nil {
+		return Order{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -319,23 +325,108 @@ func (s *Store) update(ctx context.Context, id string, token int64, change func(
 	return o, nil
 }
 
-// Export runs a tenant's export (one at a time per tenant, under the
-// tenant's lock).
+// record writes order o's record through the fenced store, if any: the
+// resource refuses the older token, in one call.
+func (s *Store) record(ctx context.Context, o Order) error {
+	if s.fence == nil {
+		return nil
+	}
+	rec, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	if err := s.fence.Set(ctx, FenceKeyPrefix+o.ID, string(rec), o.Token); errors.Is(err, fence.ErrStale) {
+		return fmt.Errorf("%w: %w", ErrStaleToken, err)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// Export runs a tenant's export: it takes Work and counts the tenant's
+// exports. Exports of one tenant may run at once (the examples limit how
+// many with a semaphore); token is the permit's, which orders the exports'
+// starts, not their ends, so no token is refused here.
 func (s *Store) Export(ctx context.Context, tenant string, token int64) (Export, error) {
-	s.mu.Lock()
-	e := s.exports[tenant]
-	s.mu.Unlock()
 	if err := s.work(ctx); err != nil {
 		return Export{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if token < s.exports[tenant].Token {
-		return Export{}, ErrStaleToken
-	}
-	e = Export{Tenant: tenant, Number: e.Number + 1, Token: token}
+	e := Export{Tenant: tenant, Number: s.exports[tenant].Number + 1, Token: token}
 	s.exports[tenant] = e
 	return e, nil
+}
+
+// Transfer moves cents of balance from order from to order to (ErrNotPaid
+// when from's balance is short): one read of both, Work, and a write of
+// each, fenced with the token of that order's lock. The caller holds both
+// orders' locks (the examples take them together, all or nothing).
+func (s *Store) Transfer(ctx context.Context, from, to string, fromToken, toToken, cents int64) (Order, Order, error) {
+	if cents <= 0 {
+		return Order{}, Order{}, ErrBadAmount
+	}
+	if from == to {
+		return Order{}, Order{}, fmt.Errorf("%w: a transfer needs two orders", ErrBadAmount)
+	}
+	a, b := s.Get(from), s.Get(to)
+	if err := s.work(ctx); err != nil {
+		return Order{}, Order{}, err
+	}
+	switch {
+	case a.Balance < cents:
+		return Order{}, Order{}, fmt.Errorf("%w: balance %d < %d", ErrNotPaid, a.Balance, cents)
+	case b.Balance > math.MaxInt64-cents:
+		return Order{}, Order{}, fmt.Errorf("%w: %d + %d cents", ErrOverflow, b.Balance, cents)
+	}
+	a.Balance, a.Transfers = a.Balance-cents, a.Transfers+1
+	b.Balance, b.Transfers = b.Balance+cents, b.Transfers+1
+	a.Token, b.Token = fromToken, toToken
+	if err := s.record(ctx, a); err != nil {
+		return Order{}, Order{}, err
+	}
+	if err := s.record(ctx, b); err != nil {
+		return Order{}, Order{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if fromToken < s.orders[from].Token || toToken < s.orders[to].Token {
+		return Order{}, Order{}, ErrStaleToken
+	}
+	s.orders[from], s.orders[to] = a, b
+	return a, b, nil
+}
+
+// Settings reads a tenant's settings (Work: a slow read; many may run at
+// once under the read side of the tenant's read/write lock).
+func (s *Store) Settings(ctx context.Context, tenant string) (Settings, error) {
+	if err := s.work(ctx); err != nil {
+		return Settings{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.settings[tenant]
+	st.Tenant = tenant
+	return st, nil
+}
+
+// SetSettings writes a tenant's plan: read, Work, write, refused for a
+// token older than the last write's (the write side excludes everyone).
+func (s *Store) SetSettings(ctx context.Context, tenant, plan string, token int64) (Settings, error) {
+	s.mu.Lock()
+	st := s.settings[tenant]
+	s.mu.Unlock()
+	if err := s.work(ctx); err != nil {
+		return Settings{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.settings[tenant].Token {
+		return Settings{}, ErrStaleToken
+	}
+	st = Settings{Tenant: tenant, Plan: plan, Version: st.Version + 1, Token: token}
+	s.settings[tenant] = st
+	return st, nil
 }
 
 func (s *Store) work(ctx context.Context) error {

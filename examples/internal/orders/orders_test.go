@@ -28,11 +28,50 @@ func TestFencing(t *testing.T) {
 	if err != nil || o.Balance != 60 || o.Token != 11 {
 		t.Fatalf("refund: %+v %v", o, err)
 	}
+	// Exports run side by side under a semaphore: a permit's token orders
+	// starts, not ends, so an older one is not refused.
 	if _, err := s.Export(ctx, "acme", 5); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Export(ctx, "acme", 4); !errors.Is(err, orders.ErrStaleToken) {
-		t.Fatalf("older export token: %v", err)
+	if e, err := s.Export(ctx, "acme", 4); err != nil || e.Number != 2 {
+		t.Fatalf("second export: %+v %v", e, err)
+	}
+	// Settings: the write side's tokens are refused when older.
+	if _, err := s.SetSettings(ctx, "acme", "pro", 7); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetSettings(ctx, "acme", "free", 6); !errors.Is(err, orders.ErrStaleToken) {
+		t.Fatalf("older settings token: %v", err)
+	}
+	if st, err := s.Settings(ctx, "acme"); err != nil || st.Plan != "pro" || st.Version != 1 {
+		t.Fatalf("settings: %+v %v", st, err)
+	}
+}
+
+// A transfer moves balance between two orders, each write with its own
+// order's token; a short balance, one order, or an older token on either
+// side is refused and changes nothing.
+func TestTransfer(t *testing.T) {
+	s := orders.NewStore(0)
+	ctx := context.Background()
+	if _, err := s.Pay(ctx, "a", 10, 100); err != nil {
+		t.Fatal(err)
+	}
+	a, b, err := s.Transfer(ctx, "a", "b", 11, 3, 60)
+	if err != nil || a.Balance != 40 || b.Balance != 60 || a.Token != 11 || b.Token != 3 || a.Transfers != 1 {
+		t.Fatalf("transfer: %+v %+v %v", a, b, err)
+	}
+	if _, _, err := s.Transfer(ctx, "a", "b", 12, 4, 41); !errors.Is(err, orders.ErrNotPaid) {
+		t.Fatalf("short balance: %v", err)
+	}
+	if _, _, err := s.Transfer(ctx, "a", "b", 12, 2, 1); !errors.Is(err, orders.ErrStaleToken) {
+		t.Fatalf("older token on the receiving side: %v", err)
+	}
+	if _, _, err := s.Transfer(ctx, "a", "a", 12, 12, 1); !errors.Is(err, orders.ErrBadAmount) {
+		t.Fatalf("to itself: %v", err)
+	}
+	if got := s.Get("a").Balance + s.Get("b").Balance; got != 100 {
+		t.Fatalf("money not conserved: %d", got)
 	}
 }
 

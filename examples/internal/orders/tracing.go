@@ -80,6 +80,28 @@ func (t *tracedBook) Export(ctx context.Context, tenant string, token int64) (Ex
 	return x, err
 }
 
+func (t *tracedBook) Transfer(ctx context.Context, from, to string, fromToken, toToken, cents int64) (Order, Order, error) {
+	ctx, span := t.start(ctx, SpanWrite, "transfer", from, fromToken)
+	span.SetAttributes(attribute.String("orders.to", to), attribute.Int64("orders.to_fencing_token", toToken))
+	a, b, err := t.b.Transfer(ctx, from, to, fromToken, toToken, cents)
+	end(span, err)
+	return a, b, err
+}
+
+func (t *tracedBook) Settings(ctx context.Context, tenant string) (Settings, error) {
+	ctx, span := t.tracer.Start(ctx, SpanRead, trace.WithAttributes(AttrOperation.String("settings")))
+	st, err := t.b.Settings(ctx, tenant)
+	end(span, err)
+	return st, err
+}
+
+func (t *tracedBook) SetSettings(ctx context.Context, tenant, plan string, token int64) (Settings, error) {
+	ctx, span := t.tracer.Start(ctx, SpanWrite, trace.WithAttributes(AttrOperation.String("set_settings"), AttrToken.Int64(token)))
+	st, err := t.b.SetSettings(ctx, tenant, plan, token)
+	end(span, err)
+	return st, err
+}
+
 func (t *tracedBook) Import(ctx context.Context, id string, token int64, lines iter.Seq2[Line, error]) (Order, int, error) {
 	ctx, span := t.start(ctx, SpanWrite, "import", id, token)
 	o, n, err := t.b.Import(ctx, id, token, lines)

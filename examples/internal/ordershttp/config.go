@@ -9,8 +9,17 @@
 //	POST /orders/:id/pay?amount=N     lock order:<id>, wait up to Config.Wait, 409 past it
 //	POST /orders/:id/refund?amount=N  lock order:<id>, wait
 //	POST /orders/:id/ship             lock order:<id>, no wait: 409 at once when busy
-//	POST /tenant/export               lock tenant:<X-Tenant header>, wait; 400 without the header
+//	POST /orders/:id/transfer/:to?amount=N  lock order:<id> and order:<to> together, all or nothing, wait
+//	POST /tenant/export               a permit of export:<X-Tenant header>, at most ExportLimit at once,
+//	                                  wait; 429 + Retry-After past it; 400 without the header
+//	GET  /tenant/settings             read side of settings:<X-Tenant>: readers share
+//	PUT  /tenant/settings?plan=P      write side of settings:<X-Tenant>: alone
 //	GET  /orders/:id                  no lock
+//
+// A transfer locks both of its orders in one canonical order, whichever
+// way the money goes, so two opposite transfers between the same orders
+// cannot deadlock; each order's record is written with its own lock's
+// fencing token.
 //
 // order:<id> is also the key grpclock takes from a gRPC message's
 // LockKey(), so gin, echo and gRPC replicas of one order exclude each
@@ -50,8 +59,12 @@ type Config struct {
 	Telemetry otelsetup.Instruments
 }
 
+// ExportLimit is how many exports of one tenant run at once (the
+// semaphore in front of /tenant/export).
+const ExportLimit = 2
+
 // Header names of the routes.
 const (
 	TokenHeader  = "Lock-Token" // the fencing token of the lock a write ran under
-	TenantHeader = "X-Tenant"   // the tenant of /tenant/export, in its lock key
+	TenantHeader = "X-Tenant"   // the tenant of /tenant/export and /tenant/settings, in their lock keys
 )
