@@ -1,5 +1,11 @@
 package core
 
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
 // HashKeyLen is the longest key stored verbatim (tests only).
 const HashKeyLen = hashKeyLen
 
@@ -23,3 +29,8 @@ var KeySlot = keySlot
 // versions before shard channels did: PUBLISH / SUBSCRIBE on the classic
 // channel (tests of a rolling deploy only).
 func WithClassicCluster() Option { return func(c *config) { c.classicCluster = true } }
+
+// RunAcquireAll runs acquireall.lua as is (tests of its idempotence).
+func RunAcquireAll(ctx context.Context, rdb redis.Scripter, keys []string, args ...any) ([]any, error) {
+	return acquireAllScript.Run(ctx, rdb, keys, args...).Slice()
+}

@@ -61,7 +61,8 @@ type AcquireInfo struct {
 	Key  string // the lock key
 	Name string // low-cardinality telemetry name (route template, RPC method); may be empty
 	// Strategy is how the caller waits: "notify" (pub/sub behind the local
-	// FIFO queue), "nowait" (one attempt, NoWait) or "try" (TryAcquire).
+	// FIFO queue), "nowait" (one attempt, NoWait), "try" (TryAcquire) or
+	// "all" (one of the locks AcquireAll took together in one round trip).
 	Strategy string
 	Wait     time.Duration // wait budget; 0 = until the context ends
 	Start    time.Time

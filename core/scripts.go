@@ -51,6 +51,10 @@ var (
 	fenceLua    string
 	fenceScript = newScript(fenceLua)
 
+	//go:embed scripts/acquireall.lua
+	acquireAllLua    string
+	acquireAllScript = newScript(nextFenceLua + acquireAllLua)
+
 	//go:embed scripts/shared_acquire.lua
 	sharedAcquireLua    string
 	sharedAcquireScript = newScript(nextFenceLua + sharedAcquireLua)

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -24,5 +25,27 @@ func TestExcessAndRWConflicts(t *testing.T) {
 	rw := []Interval{iv("r1", 0, 100, ModeRead), iv("r2", 10, 90, ModeRead), iv("w", 100, 150, ModeWrite), iv("r3", 149, 160, ModeRead)}
 	if o := RWConflicts(rw); len(o) != 1 || o[0].First.Who != "w" || o[0].Second.Who != "r3" {
 		t.Fatalf("RWConflicts = %v", o)
+	}
+}
+
+// TestGroupEndsForEveryKey: a group's belief in each key ends when the
+// group's context ends, even while the key's own lease goes on; a holder
+// of the other key that begins after that is no overlap, and one that
+// begins before it is.
+func TestGroupEndsForEveryKey(t *testing.T) {
+	far := time.Now().Add(time.Hour)
+	a, b := newFake("a", 1, far), newFake("b", 1, far) // their own leases go on
+	gctx, lose := context.WithCancel(context.Background())
+	h := NewHistory()
+	g := h.BeginGroup("group", gctx, a, b)
+	early := h.Begin("early", newFake("b", 2, far))
+	early.Released()
+	lose()    // the group lost one key: its belief in both ends
+	g.Close() // records the end no later than now
+	late := h.Begin("late", newFake("a", 3, far))
+	late.Released()
+	ov := h.Overlaps()
+	if len(ov) != 1 || ov[0].Second.Who != "early" {
+		t.Fatalf("overlaps %v, want only the early holder of b", ov)
 	}
 }
