@@ -11,6 +11,7 @@ func init() {
 	corehook.AcquireSettings = acquireSettings
 	corehook.Unlocked = unlocked
 	corehook.Acquire = hookAcquire
+	corehook.AcquireAll = hookAcquireAll
 }
 
 // hookAcquire is Client.Acquire with the adapters' settings given as
@@ -22,11 +23,37 @@ func hookAcquire(ctx context.Context, client any, key string, s corehook.Setting
 		base.ttl = s.TTL
 	}
 	o, _ := opts.([]AcquireOption)
-	l, err := c.acquireFrom(ctx, key, false, base, o)
+	var l *Lease
+	var err error
+	switch s.Kind {
+	case corehook.Semaphore:
+		l, err = c.acquireSharedFrom(ctx, key, modePermit, s.Limit, false, base, o)
+	case corehook.Read:
+		l, err = c.acquireSharedFrom(ctx, key, modeRead, 0, false, base, o)
+	case corehook.Write:
+		l, err = c.acquireSharedFrom(ctx, key, modeWrite, 0, false, base, o)
+	default:
+		l, err = c.acquireFrom(ctx, key, false, base, o)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// hookAcquireAll is Client.AcquireAll with the adapters' settings as values.
+func hookAcquireAll(ctx context.Context, client any, keys []string, s corehook.Settings, opts any) (any, error) {
+	c := client.(*Client)
+	base := acquireConfig{ttl: c.cfg.ttl, wait: s.Wait, noWait: s.NoWait, name: s.Name}
+	if s.TTL > 0 {
+		base.ttl = s.TTL
+	}
+	o, _ := opts.([]AcquireOption)
+	m, err := c.acquireAllFrom(ctx, keys, base, o)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // unlocked reports a fail-open run to the Client's Observer.

@@ -137,6 +137,11 @@ func releaseAll(ctx context.Context, leases []*Lease) error {
 // key: a key the context already holds is nested. At most
 // MaxKeysPerAcquire keys (ErrInvalidKey beyond, or for an empty list).
 func (c *Client) AcquireAll(ctx context.Context, keys []string, opts ...AcquireOption) (*MultiLease, error) {
+	return c.acquireAllFrom(ctx, keys, acquireConfig{ttl: c.cfg.ttl}, opts)
+}
+
+// acquireAllFrom is AcquireAll with base as the settings opts change.
+func (c *Client) acquireAllFrom(ctx context.Context, keys []string, base acquireConfig, opts []AcquireOption) (*MultiLease, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: no keys", ErrInvalidKey)
 	}
@@ -148,7 +153,7 @@ func (c *Client) AcquireAll(ctx context.Context, keys []string, opts ...AcquireO
 			return nil, err
 		}
 	}
-	cfg, err := acquireConfigFrom(acquireConfig{ttl: c.cfg.ttl}, opts)
+	cfg, err := acquireConfigFrom(base, opts)
 	if err != nil {
 		return nil, err
 	}

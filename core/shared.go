@@ -180,6 +180,11 @@ func (c *Client) sharedNames(key string, m sharedMode) redisNames {
 // and no hand-off. Every caller waiting on the key attempts on its own
 // after each wake-up (sharedWait).
 func (c *Client) acquireShared(ctx context.Context, key string, m sharedMode, limit int, try bool, opts []AcquireOption) (*Lease, error) {
+	return c.acquireSharedFrom(ctx, key, m, limit, try, acquireConfig{ttl: c.cfg.ttl}, opts)
+}
+
+// acquireSharedFrom is acquireShared with base as the settings opts change.
+func (c *Client) acquireSharedFrom(ctx context.Context, key string, m sharedMode, limit int, try bool, base acquireConfig, opts []AcquireOption) (*Lease, error) {
 	if err := c.usable(key); err != nil {
 		return nil, err
 	}
@@ -189,7 +194,7 @@ func (c *Client) acquireShared(ctx context.Context, key string, m sharedMode, li
 	if m == modePermit && (limit < 1 || limit > MaxPermits) {
 		return nil, fmt.Errorf("%w: a semaphore has 1 to %d permits, got %d", ErrInvalidOption, MaxPermits, limit)
 	}
-	cfg, err := acquireConfigFrom(acquireConfig{ttl: c.cfg.ttl}, opts)
+	cfg, err := acquireConfigFrom(base, opts)
 	if err != nil {
 		return nil, err
 	}

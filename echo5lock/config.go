@@ -9,8 +9,8 @@ import (
 	"github.com/lockkit/lockkit/core"
 )
 
-// Config configures the middleware. Client and one of KeyParts or KeyFunc
-// are required.
+// Config configures the middleware. Client and one of KeyParts, KeyFunc or
+// Keys are required.
 type Config struct {
 	// Skipper skips the middleware when it returns true.
 	Skipper middleware.Skipper
@@ -25,6 +25,24 @@ type Config struct {
 	// KeyFunc returns the whole key instead of KeyParts, used verbatim (so
 	// build it with core.JoinKey when it has parts). An error or "" answers 400.
 	KeyFunc func(c *echo.Context) (string, error)
+	// Keys locks several resources per request, all or nothing: one key
+	// spec each (like KeyParts), taken in one canonical order whatever the
+	// order here, so two requests naming the same keys in opposite orders
+	// never deadlock (core.Client.AcquireAll). It replaces KeyParts and
+	// KeyFunc; a transfer sets []string{"const:acct,param:from",
+	// "const:acct,param:to"}.
+	Keys []string
+
+	// Limit admits at most Limit requests of one key at once (a semaphore
+	// per key, across every replica) instead of one; past the wait budget
+	// (or at once with NoWait) a request is answered 429 Too Many Requests
+	// with Retry-After. 0: a mutex.
+	Limit int
+	// ReadWrite takes a side of a read/write lock on the key instead of a
+	// mutex: "method" (GET and HEAD read, many at once; other methods
+	// write, alone), "read" or "write" (that side for every request of
+	// the route); "" a mutex. Limit and ReadWrite are alternatives.
+	ReadWrite string
 
 	// Wait is how long a request waits for a held lock before 409
 	// (0: 10s; negative: invalid). The request's own context still bounds
@@ -55,7 +73,8 @@ type Config struct {
 	TokenHeader string
 
 	// DenyHandler is called instead of returning the 409 when the lock is
-	// held by another request past the wait budget (or NoWait), with the
+	// held by another request past the wait budget (or NoWait), or every
+	// permit of a Limit is (NotAcquiredError.Limit set; answered 429), with the
 	// request's key and the core error (a *core.NotAcquiredError). What it
 	// returns goes to echo; Retry-After is already set on the response.
 	DenyHandler func(c *echo.Context, key string, err error) error

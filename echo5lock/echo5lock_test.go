@@ -259,7 +259,14 @@ func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
 	adapttest.RunOptionCases(t, "", func(tc adapt.OptionCase) error {
 		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
-			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions}
+			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions, Limit: tc.Limit,
+			ReadWrite: map[adapt.RW]string{adapt.RWRead: "read", adapt.RWWrite: "write", adapt.RWByMethod: "method"}[tc.RW]}
+		if tc.Keys > 1 {
+			cfg.KeyParts = ""
+			for i := range tc.Keys {
+				cfg.Keys = append(cfg.Keys, fmt.Sprint("const:k", i))
+			}
+		}
 		if tc.NoClient {
 			cfg.Client = nil
 		}

@@ -2,7 +2,6 @@ package echo5lock
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v5"
 
@@ -36,16 +35,20 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 		acq: adapt.Config{
 			Client: config.Client, Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL,
 			FailOpen: config.FailOpen, ReleaseTimeout: config.ReleaseTimeout, Options: config.AcquireOptions,
+			Limit: config.Limit,
 		},
+	}
+	keys, err := keyspec.KeySources(config.KeyParts, config.Keys, config.KeyFunc, reader)
+	if err != nil {
+		return nil, err
+	}
+	m.keys, m.acq.Keys = keys, len(keys)
+	if m.acq.RW, err = adapt.ParseRW(config.ReadWrite); err != nil {
+		return nil, err
 	}
 	if err := m.acq.Check(); err != nil {
 		return nil, err
 	}
-	key, err := keyspec.KeySource(config.KeyParts, config.KeyFunc, reader)
-	if err != nil {
-		return nil, err
-	}
-	m.key = key
 	return m.wrap, nil
 }
 
@@ -66,9 +69,9 @@ var reader = keyspec.Reader[*echo.Context]{
 }
 
 type lockMiddleware struct {
-	cfg Config
-	acq adapt.Config
-	key func(*echo.Context) (string, error)
+	cfg  Config
+	acq  adapt.Config
+	keys []adapt.KeyFunc[*echo.Context]
 }
 
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
@@ -78,11 +81,7 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 		if req.Method == http.MethodOptions || !routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
 			return next(c)
 		}
-		key, err := m.key(c)
-		if err != nil {
-			return m.stop(c, key, core.Classify(nil, err), err)
-		}
-		g := m.acq.Acquire(req.Context(), key, name)
+		g, key := adapt.AcquireRequest(&m.acq, req.Context(), c, m.keys, name, req.Method)
 		if !g.OK() {
 			return m.stop(c, key, g.Outcome, g.Err)
 		}
@@ -94,7 +93,7 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 		}()
 		c.SetRequest(req.WithContext(g.Ctx))
 		if m.cfg.TokenHeader != "" && g.Lease != nil {
-			c.Response().Header().Set(m.cfg.TokenHeader, strconv.FormatInt(g.Lease.Token(), 10))
+			c.Response().Header().Set(m.cfg.TokenHeader, g.TokenHeader())
 		}
 		return next(c)
 	}

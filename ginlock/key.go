@@ -2,6 +2,7 @@ package ginlock
 
 import (
 	"github.com/gin-gonic/gin"
+	"github.com/lockkit/lockkit/internal/adapt"
 
 	"github.com/lockkit/lockkit/internal/keypart"
 	"github.com/lockkit/lockkit/internal/keyspec"
@@ -62,7 +63,7 @@ func Func(f func(*gin.Context) (string, error)) Part {
 }
 
 // keyFunc builds a request's key.
-type keyFunc func(c *gin.Context) (string, error)
+type keyFunc = adapt.KeyFunc[*gin.Context]
 
 func partsKey(parts []Part) keyFunc {
 	ps := make([]keypart.Part[*gin.Context], len(parts))

@@ -2,12 +2,12 @@ package ginlock
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
+	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // New returns the lock middleware. It panics, like gin-contrib middleware
@@ -23,11 +23,12 @@ func New(client *core.Client, opts ...Option) gin.HandlerFunc {
 	switch {
 	case cfg.keyOpts == 0:
 		panic("ginlock: New: no key source; pass ginlock.Key(parts...) (e.g. Key(Const(\"order\"), Param(\"id\"))) or ginlock.KeyFromRoute()")
-	case cfg.keyOpts > 1:
-		panic("ginlock: New: more than one key source; pass either one ginlock.Key(...) or ginlock.KeyFromRoute()")
-	case cfg.key == nil:
+	case cfg.fromRoute && cfg.keyOpts > 1:
+		panic("ginlock: New: more than one key source; pass ginlock.Key(...) (once per key) or ginlock.KeyFromRoute()")
+	case len(cfg.keys) < cfg.keyOpts:
 		panic("ginlock: New: ginlock.Key() needs at least one part")
 	}
+	cfg.adapt.Keys = len(cfg.keys)
 	if err := cfg.adapt.Check(); err != nil {
 		panic("ginlock: New: " + err.Error())
 	}
@@ -43,13 +44,8 @@ func (m *middleware) handle(c *gin.Context) {
 		c.Next() // no matched route, CORS preflight, or skipped: nothing to lock
 		return
 	}
-	key, err := m.cfg.key(c)
-	if err != nil {
-		m.stop(c, core.Classify(nil, err), err)
-		return
-	}
 	req := c.Request
-	g := m.cfg.adapt.Acquire(req.Context(), key, name)
+	g, _ := adapt.AcquireRequest(&m.cfg.adapt, req.Context(), c, m.cfg.keys, name, req.Method)
 	if !g.OK() {
 		m.stop(c, g.Outcome, g.Err)
 		return
@@ -66,7 +62,7 @@ func (m *middleware) handle(c *gin.Context) {
 	}()
 	c.Request = req.WithContext(g.Ctx)
 	if m.cfg.tokenHdr != "" && g.Lease != nil {
-		c.Header(m.cfg.tokenHdr, strconv.FormatInt(g.Lease.Token(), 10))
+		c.Header(m.cfg.tokenHdr, g.TokenHeader())
 	}
 	c.Next()
 }

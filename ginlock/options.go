@@ -21,8 +21,9 @@ type Responder func(c *gin.Context, err error)
 
 type config struct {
 	adapt      adapt.Config
-	key        keyFunc
-	keyOpts    int // how many key options were given: exactly one is valid
+	keys       []adapt.KeyFunc[*gin.Context] // one per Key option (several: taken together)
+	keyOpts    int                           // how many key options were given
+	fromRoute  bool                          // KeyFromRoute: the only key source
 	skipper    func(*gin.Context) bool
 	retryAfter func(error) time.Duration
 	tokenHdr   string
@@ -33,21 +34,48 @@ type config struct {
 // Key builds the lock key from parts, their values joined by core.JoinKey:
 // Key(Const("order"), Param("id")) is "order:42" for /orders/42. Every part
 // is required: a missing or empty one answers 400 and the handler does not run.
+//
+// Give Key more than once to lock several resources per request, all or
+// nothing (core.Client.AcquireAll: one canonical order, so two requests
+// naming the same keys in opposite orders never deadlock): a transfer
+// locks Key(Const("acct"), Param("from")) and Key(Const("acct"), Param("to")).
 func Key(parts ...Part) Option {
 	return func(c *config) {
 		c.keyOpts++
 		if len(parts) > 0 {
-			c.key = partsKey(parts)
+			c.keys = append(c.keys, partsKey(parts))
 		}
 	}
 }
+
+// Limit admits at most n requests of one key at once (a semaphore of n per
+// key, across every replica) instead of one: "at most 3 exports per
+// tenant". A request that finds all n held waits like any other; past the
+// wait budget (or at once with NoWait) it is answered 429 Too Many
+// Requests with Retry-After (OnLimited replaces the answer).
+func Limit(n int) Option { return func(c *config) { c.adapt.Limit = n } }
+
+// ReadWrite takes a read/write lock on the key: GET and HEAD requests
+// take the read side (many at once), every other method the write side
+// (alone). Readers and writers are served in the order they came, so
+// neither starves the other.
+func ReadWrite() Option { return func(c *config) { c.adapt.RW = adapt.RWByMethod } }
+
+// ReadSide takes the read side of the key's read/write lock for every
+// request of this route, whatever its method (an explicit choice: a POST
+// that only reads). WriteSide takes the write side.
+func ReadSide() Option { return func(c *config) { c.adapt.RW = adapt.RWRead } }
+
+// WriteSide takes the write side of the key's read/write lock for every
+// request of this route.
+func WriteSide() Option { return func(c *config) { c.adapt.RW = adapt.RWWrite } }
 
 // KeyFromRoute locks the route template plus every path parameter: identical
 // requests run one at a time ("/orders/:id/pay" for id 42), different routes
 // or parameters do not wait for each other. It is an explicit choice; there
 // is no implicit key.
 func KeyFromRoute() Option {
-	return func(c *config) { c.keyOpts++; c.key = routeKey }
+	return func(c *config) { c.keyOpts++; c.fromRoute = true; c.keys = append(c.keys, routeKey) }
 }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or
@@ -95,6 +123,10 @@ func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = nam
 
 // OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
 func OnContended(f Responder) Option { return on(f, core.OutcomeContended, core.OutcomeTimeout) }
+
+// OnLimited replaces the 429 answer (Limit: every permit held past the
+// wait budget, or NoWait).
+func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
 
 // OnUnavailable replaces the 503 answers: Redis unreachable (fail-closed)
 // and the request's deadline passing while it waited.

@@ -19,8 +19,10 @@ type Option func(*config)
 
 type config struct {
 	lock       adapt.Config
-	parts      []keypart.Part[*Call] // nil: the message's LockKey()
-	keyOpt     string                // which option set parts, for panic messages
+	parts      []keypart.Part[*Call]   // nil: the message's LockKey()
+	more       [][]keypart.Part[*Call] // the keys of further Key options: taken together with the first
+	keys       []adapt.KeyFunc[*Call]  // every key of a call (newConfig)
+	keyOpt     string                  // which option set parts, for panic messages
 	firstMsg   bool
 	retryAfter func(error) time.Duration
 	onReject   func(context.Context, *Rejection) error
@@ -31,19 +33,44 @@ type config struct {
 // Key makes the lock key from parts, their values joined like every lockkit
 // adapter joins them (core.JoinKey): Key(Const("order"), Field("order_id"))
 // gives "order:42", the key ginlock and echolock build for /orders/42. It
-// replaces the default of unary calls, the message's LockKey().
+// replaces the default of unary calls, the message's LockKey(). Give Key
+// more than once to lock several resources per call, all or nothing, in
+// one canonical order (core.Client.AcquireAll): a transfer locks
+// Key(Const("acct"), Field("from")) and Key(Const("acct"), Field("to")).
 func Key(parts ...KeyPart) Option {
 	return func(c *config) {
 		if len(parts) == 0 {
 			c.bad = append(c.bad, "Key needs at least one part")
 			return
 		}
-		c.parts, c.keyOpt = make([]keypart.Part[*Call], len(parts)), "Key"
+		ps := make([]keypart.Part[*Call], len(parts))
 		for i, p := range parts {
-			c.parts[i] = p.p
+			ps[i] = p.p
 		}
+		if c.keyOpt == "Key" { // a further key, locked together with the first
+			c.more = append(c.more, ps)
+			return
+		}
+		c.parts, c.keyOpt = ps, "Key"
 	}
 }
+
+// Limit admits at most n calls of one key at once (a semaphore of n per
+// key, across every replica) instead of one; past the wait budget (or at
+// once with NoWait) a call is answered codes.ResourceExhausted with a
+// RetryInfo detail.
+func Limit(n int) Option { return func(c *config) { c.lock.Limit = n } }
+
+// ReadSide takes the read side of the key's read/write lock: calls of this
+// interceptor share the key with each other and with other readers, and
+// exclude writers. gRPC has no safe methods to tell reads by, so the choice
+// is explicit: build one interceptor for the methods that only read (with
+// ReadSide) and one for those that write (WriteSide), with the same key.
+func ReadSide() Option { return func(c *config) { c.lock.RW = adapt.RWRead } }
+
+// WriteSide takes the write side of the key's read/write lock: one call at
+// a time, and no reader meanwhile.
+func WriteSide() Option { return func(c *config) { c.lock.RW = adapt.RWWrite } }
 
 // KeyFromMethod locks the whole method: one call of it at a time across all
 // replicas, whatever its message says. The key is the full method
@@ -128,6 +155,14 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	for _, o := range opts {
 		o(c)
 	}
+	if c.keyOpt == "KeyFromMethod" && len(c.more) > 0 {
+		c.bad = append(c.bad, "KeyFromMethod and several Key options are alternatives")
+	}
+	c.keys = []adapt.KeyFunc[*Call]{c.key}
+	for _, ps := range c.more {
+		c.keys = append(c.keys, func(call *Call) (string, error) { return keypart.Build(call, ps) })
+	}
+	c.lock.Keys = len(c.keys)
 	if err := c.lock.Check(); err != nil {
 		c.bad = append(c.bad, err.Error())
 	}

@@ -27,6 +27,8 @@ func Code(o core.Outcome) codes.Code {
 		return codes.OK
 	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
 		return codes.Aborted
+	case core.OutcomeLimited:
+		return codes.ResourceExhausted
 	case core.OutcomeUnavailable, core.OutcomeClosed:
 		return codes.Unavailable
 	case core.OutcomeBadKey:
@@ -48,6 +50,7 @@ func retryableOutcome(o core.Outcome) bool {
 // WithErrorHandler.
 type Rejection struct {
 	// Outcome is why: OutcomeContended or OutcomeTimeout (held by another),
+	// OutcomeLimited (every permit of a Limit held),
 	// OutcomeUnavailable, OutcomeBadKey, OutcomeMisconfigured,
 	// OutcomeCanceled, OutcomeDeadline, or OutcomeLost (the lease was lost
 	// while the handler ran and the handler failed for it).
@@ -66,6 +69,7 @@ type Rejection struct {
 // DefaultErrorHandler answers with Code(r.Outcome):
 //
 //	OutcomeContended, OutcomeTimeout  codes.Aborted, RetryInfo detail (RetryAfter)
+//	OutcomeLimited                    codes.ResourceExhausted, RetryInfo detail (Limit: every permit held)
 //	OutcomeUnavailable                codes.Unavailable, RetryInfo detail (RetryAfter)
 //	OutcomeClosed                     codes.Unavailable, RetryInfo detail (the Client was closed)
 //	OutcomeBadKey                     codes.InvalidArgument, naming the missing part
@@ -82,6 +86,8 @@ func DefaultErrorHandler(ctx context.Context, r *Rejection) error {
 	switch r.Outcome {
 	case core.OutcomeContended, core.OutcomeTimeout:
 		return retryable(code, "grpclock: the resource is locked by another call; retry later", r.RetryAfter)
+	case core.OutcomeLimited:
+		return retryable(code, "grpclock: too many calls for the resource at once; retry later", r.RetryAfter)
 	case core.OutcomeUnavailable:
 		return retryable(code, "grpclock: the lock service is unavailable", r.RetryAfter)
 	case core.OutcomeClosed:
@@ -171,7 +177,7 @@ func rejection(g *adapt.Guard, method, key string) *Rejection {
 // status of its own, or codes.Canceled while the caller is still there).
 // Such a call is answered Lost rather than a misleading Canceled/Unknown.
 func lostDuring(g *adapt.Guard, callCtx context.Context, err error) bool {
-	if err == nil || g.Lease == nil || !errors.Is(g.Lease.Err(), core.ErrLost) || callCtx.Err() != nil {
+	if err == nil || !g.Lost() || callCtx.Err() != nil {
 		return false
 	}
 	st, ok := status.FromError(err)

@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // StreamServerInterceptor returns an interceptor that holds a lock for the
@@ -29,16 +30,12 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 			return c.serveFirstMessage(srv, ss, info, handler)
 		}
 		ctx := ss.Context()
-		key, err := c.key(&Call{Ctx: ctx, FullMethod: info.FullMethod})
-		if err != nil {
-			return c.reject(ctx, ss.SetTrailer, &Rejection{Outcome: core.Classify(nil, err), FullMethod: info.FullMethod, Err: err})
-		}
-		g := c.lock.Acquire(ctx, key, info.FullMethod)
+		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, c.keys, info.FullMethod, "")
 		if !g.OK() {
 			return c.reject(ctx, ss.SetTrailer, rejection(g, info.FullMethod, key))
 		}
 		defer c.release(ctx, info.FullMethod, g)
-		err = handler(srv, &boundStream{ServerStream: ss, ctx: g.Ctx})
+		err := handler(srv, &boundStream{ServerStream: ss, ctx: g.Ctx})
 		if lostDuring(g, ctx, err) {
 			return c.reject(ctx, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
 		}

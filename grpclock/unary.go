@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // UnaryServerInterceptor returns an interceptor that runs each call holding
@@ -24,11 +25,7 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 	c := newConfig(client, opts, false)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
-		key, err := c.key(&Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req})
-		if err != nil {
-			return nil, c.reject(ctx, trailer, &Rejection{Outcome: core.Classify(nil, err), FullMethod: info.FullMethod, Err: err})
-		}
-		g := c.lock.Acquire(ctx, key, info.FullMethod)
+		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, c.keys, info.FullMethod, "")
 		if !g.OK() {
 			return nil, c.reject(ctx, trailer, rejection(g, info.FullMethod, key))
 		}

@@ -509,6 +509,7 @@ func TestSharedOptionCases(t *testing.T) {
 				if tc.NoWait {
 					opts = append(opts, grpclock.NoWait())
 				}
+				opts = append(opts, grpclockSharedKinds(tc)...)
 				client := c
 				if tc.NoClient {
 					client = nil
@@ -520,4 +521,23 @@ func TestSharedOptionCases(t *testing.T) {
 			})
 		})
 	}
+}
+
+// grpclockSharedKinds are the options of an option case's limit, read/write
+// side and extra keys.
+func grpclockSharedKinds(tc adapt.OptionCase) []grpclock.Option {
+	var opts []grpclock.Option
+	if tc.Limit != 0 {
+		opts = append(opts, grpclock.Limit(tc.Limit))
+	}
+	switch tc.RW {
+	case adapt.RWRead:
+		opts = append(opts, grpclock.ReadSide())
+	case adapt.RWWrite:
+		opts = append(opts, grpclock.WriteSide())
+	}
+	for range tc.Keys - 1 {
+		opts = append(opts, grpclock.Key(grpclock.Const("k2")))
+	}
+	return opts
 }

@@ -14,7 +14,7 @@ import (
 const (
 	// ProblemContentType is RFC 9457's media type for error bodies.
 	ProblemContentType = "application/problem+json"
-	// HeaderRetryAfter carries the retry hint of 409 and 503 answers.
+	// HeaderRetryAfter carries the retry hint of 409, 429 and 503 answers.
 	HeaderRetryAfter = "Retry-After"
 	// StatusClientClosedRequest is recorded (never sent to anyone listening)
 	// when the client went away while its request waited for the lock:
@@ -28,6 +28,8 @@ func Status(o core.Outcome) int {
 	switch o {
 	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
 		return http.StatusConflict
+	case core.OutcomeLimited:
+		return http.StatusTooManyRequests
 	case core.OutcomeUnavailable, core.OutcomeDeadline, core.OutcomeClosed:
 		return http.StatusServiceUnavailable
 	case core.OutcomeBadKey:
@@ -68,6 +70,8 @@ func ProblemFor(o core.Outcome, err error) Problem {
 	switch o {
 	case core.OutcomeContended, core.OutcomeTimeout:
 		p.Detail = "the resource is locked by another request; retry later"
+	case core.OutcomeLimited:
+		p.Detail = "too many requests for the resource at once; retry later"
 	case core.OutcomeLost:
 		p.Detail = "the lock on the resource was lost while the request ran; retry later"
 	case core.OutcomeUnavailable:
@@ -90,7 +94,7 @@ func ProblemFor(o core.Outcome, err error) Problem {
 type Answer struct {
 	Status int
 	// RetryAfter is the Retry-After value in whole seconds ("" for none):
-	// set where retrying later can work (409, 503).
+	// set where retrying later can work (409, 429, 503).
 	RetryAfter string
 	// Problem is the body; nil when nothing is to be written (the client
 	// went away).
@@ -108,7 +112,7 @@ func AnswerFor(o core.Outcome, err error, retryAfter func(error) time.Duration) 
 	p := ProblemFor(o, err)
 	a.Status, a.Problem = p.Status, &p
 	switch a.Status {
-	case http.StatusConflict, http.StatusServiceUnavailable:
+	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		a.RetryAfter = strconv.Itoa(RetryAfterSeconds(adapt.RetryHint(retryAfter, err)))
 	}
 	return a

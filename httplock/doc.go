@@ -19,6 +19,7 @@
 //	outcome                              status  Retry-After  body
 //	OutcomeContended, OutcomeTimeout     409     yes          problem
 //	OutcomeLost                          409     yes          problem
+//	OutcomeLimited                       429     yes          problem (Limit: every permit of the key held)
 //	OutcomeUnavailable                   503     yes          problem
 //	OutcomeDeadline                      503     yes          problem
 //	OutcomeClosed                        503     yes          problem (the Client was closed)

@@ -3,10 +3,9 @@ package httplock
 import (
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // New returns net/http middleware that runs the handler it wraps under the
@@ -34,11 +33,10 @@ func New(client *core.Client, opts ...Option) func(http.Handler) http.Handler {
 	switch {
 	case cfg.keyOpts == 0:
 		panic("httplock: New: no key source; pass httplock.Key(parts...) (e.g. Key(Const(\"order\"), PathValue(\"id\")))")
-	case cfg.keyOpts > 1:
-		panic("httplock: New: more than one httplock.Key option")
-	case len(cfg.parts) == 0:
+	case len(cfg.keys) < cfg.keyOpts:
 		panic("httplock: New: httplock.Key() needs at least one part")
 	}
+	cfg.adapt.Keys = len(cfg.keys)
 	if err := cfg.adapt.Check(); err != nil {
 		panic("httplock: New: " + err.Error())
 	}
@@ -60,12 +58,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.next.ServeHTTP(w, r) // CORS preflight, or skipped: nothing to lock
 		return
 	}
-	key, err := keypart.Build(r, m.cfg.parts)
-	if err != nil {
-		m.stop(w, r, core.Classify(nil, err), err)
-		return
-	}
-	g := m.cfg.adapt.Acquire(r.Context(), key, m.cfg.name(r))
+	g, key := adapt.AcquireRequest(&m.cfg.adapt, r.Context(), r, m.cfg.keys, m.cfg.name(r), r.Method)
 	if !g.OK() {
 		m.stop(w, r, g.Outcome, g.Err)
 		return
@@ -80,7 +73,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if m.cfg.tokenHdr != "" && g.Lease != nil {
-		w.Header().Set(m.cfg.tokenHdr, strconv.FormatInt(g.Lease.Token(), 10))
+		w.Header().Set(m.cfg.tokenHdr, g.TokenHeader())
 	}
 	m.next.ServeHTTP(w, r.WithContext(g.Ctx))
 }

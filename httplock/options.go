@@ -20,7 +20,7 @@ type Responder func(w http.ResponseWriter, r *http.Request, err error)
 
 type config struct {
 	adapt      adapt.Config
-	parts      []keypart.Part[*http.Request]
+	keys       []adapt.KeyFunc[*http.Request] // one per Key option
 	keyOpts    int
 	name       func(*http.Request) string
 	skipper    func(*http.Request) bool
@@ -34,15 +34,41 @@ type config struct {
 // Key(Const("order"), PathValue("id")) is "order:42" for /orders/42, the key
 // every lockkit adapter builds from the same parts. Every part is
 // required: a missing or empty one answers 400 and the handler does not run.
+//
+// Give Key more than once to lock several resources per request, all or
+// nothing (core.Client.AcquireAll: one canonical order, so two requests
+// naming the same keys in opposite orders never deadlock).
 func Key(parts ...Part) Option {
 	return func(c *config) {
 		c.keyOpts++
-		c.parts = make([]keypart.Part[*http.Request], len(parts))
-		for i, p := range parts {
-			c.parts[i] = p.p
+		if len(parts) == 0 {
+			return
 		}
+		ps := make([]keypart.Part[*http.Request], len(parts))
+		for i, p := range parts {
+			ps[i] = p.p
+		}
+		c.keys = append(c.keys, func(r *http.Request) (string, error) { return keypart.Build(r, ps) })
 	}
 }
+
+// Limit admits at most n requests of one key at once (a semaphore of n per
+// key, across every replica) instead of one; past the wait budget (or at
+// once with NoWait) a request is answered 429 with Retry-After.
+func Limit(n int) Option { return func(c *config) { c.adapt.Limit = n } }
+
+// ReadWrite takes a read/write lock on the key: GET and HEAD take the
+// read side (many at once), every other method the write side (alone).
+func ReadWrite() Option { return func(c *config) { c.adapt.RW = adapt.RWByMethod } }
+
+// ReadSide takes the read side for every request, whatever its method.
+func ReadSide() Option { return func(c *config) { c.adapt.RW = adapt.RWRead } }
+
+// WriteSide takes the write side for every request.
+func WriteSide() Option { return func(c *config) { c.adapt.RW = adapt.RWWrite } }
+
+// OnLimited replaces the 429 answer (Limit: every permit held).
+func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or
 // unset: 10s; negative: New panics). The request's own context still

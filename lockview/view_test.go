@@ -107,6 +107,9 @@ func TestJSONDuringContendedRun(t *testing.T) {
 		t.Fatalf("ForceRelease: %v %v", ok, err)
 	}
 	testkit.Recv(t, lost.Done(), 10*time.Second, "the lease's loss")
+	// The lease's context ends just before the Observer is told: wait for
+	// the view to have it.
+	testkit.WaitFor(t, 10*time.Second, "the loss in the view", func() bool { return r.snapshot(t).LossesTotal > 0 })
 	s = r.snapshot(t)
 	if len(s.Losses) != 1 || s.LossesTotal != 1 {
 		t.Fatalf("losses %+v (total %d), want the one", s.Losses, s.LossesTotal)

@@ -10,6 +10,8 @@ package adapt
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
@@ -39,12 +41,38 @@ type Config struct {
 	FailOpen       bool          // run the handler unlocked when Redis is unavailable
 	ReleaseTimeout time.Duration // 0: the Client's (core.WithReleaseTimeout)
 	Options        []core.AcquireOption
+	// Limit > 0 takes a permit of a semaphore of Limit per key instead of
+	// a mutex: at most Limit requests of one key at once, 429 (gRPC
+	// ResourceExhausted) when none frees within the wait budget.
+	Limit int
+	// RW takes a side of a read/write lock per key instead of a mutex.
+	RW RW
+	// Keys is how many keys each request names (several: they are taken
+	// together, all or nothing, as mutexes). 0 is 1.
+	Keys int
 }
+
+// RW is which side of a read/write lock a request takes.
+type RW uint8
+
+// Read/write modes.
+const (
+	RWNone     RW = iota // a mutex (or a permit, with Limit)
+	RWByMethod           // the read side for safe methods (GET, HEAD), the write side otherwise
+	RWRead               // always the read side
+	RWWrite              // always the write side
+)
+
+// SafeMethod reports whether an HTTP method only reads (RFC 9110 safe
+// methods a handler locks for: GET and HEAD; OPTIONS is never locked).
+func SafeMethod(method string) bool { return method == "GET" || method == "HEAD" }
 
 // Guard is one request's hold on a lock.
 type Guard struct {
-	// Lease is nil when the handler runs unlocked (fail-open).
+	// Lease is nil when the handler runs unlocked (fail-open); with several
+	// keys it is the last of them (Multi has them all).
 	Lease *core.Lease
+	Multi *core.MultiLease // several keys, taken together
 	// Ctx is the handler's context: the request's values plus the lease (and
 	// the Observer's hold span), cancelled when the request ends or the lease
 	// is lost (context.Cause ErrLost).
@@ -66,9 +94,44 @@ func (g *Guard) OK() bool {
 }
 
 // Acquire waits for key on reqCtx. name is the telemetry name (route
-// template, RPC full method), never part of the key. c must have passed
-// Check.
-func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
+// template, RPC full method), never part of the key; method is the HTTP
+// method ("" for gRPC), which RWByMethod reads. c must have passed Check.
+func (c *Config) Acquire(reqCtx context.Context, key, name, method string) *Guard {
+	s := c.settings(name)
+	switch {
+	case c.Limit > 0:
+		s.Kind, s.Limit = corehook.Semaphore, c.Limit
+	case c.RW == RWRead, c.RW == RWByMethod && SafeMethod(method):
+		s.Kind = corehook.Read
+	case c.RW != RWNone:
+		s.Kind = corehook.Write
+	}
+	g := &Guard{key: key, reqCtx: reqCtx, timeout: c.ReleaseTimeout}
+	lease, err := corehook.Acquire(reqCtx, c.Client, key, s, c.opts())
+	l, _ := lease.(*core.Lease)
+	if g.settle(c, name, err) {
+		g.Lease = l
+		g.Ctx, g.stop = l.Bind(reqCtx)
+	}
+	return g
+}
+
+// AcquireAll waits for every key on reqCtx, all or nothing, in the
+// engine's canonical order (core.Client.AcquireAll): a request naming
+// several resources (a transfer's two accounts). c must have passed Check.
+func (c *Config) AcquireAll(reqCtx context.Context, keys []string, name string) *Guard {
+	g := &Guard{key: strings.Join(keys, ", "), reqCtx: reqCtx, timeout: c.ReleaseTimeout}
+	lease, err := corehook.AcquireAll(reqCtx, c.Client, keys, c.settings(name), c.opts())
+	m, _ := lease.(*core.MultiLease)
+	if g.settle(c, name, err) {
+		ls := m.Leases()
+		g.Multi, g.Lease = m, ls[len(ls)-1]
+		g.Ctx, g.stop = m.Bind(reqCtx)
+	}
+	return g
+}
+
+func (c *Config) settings(name string) corehook.Settings {
 	s := corehook.Settings{Name: name, NoWait: c.NoWait, TTL: c.TTL}
 	if !c.NoWait {
 		s.Wait = c.Wait
@@ -76,27 +139,59 @@ func (c *Config) Acquire(reqCtx context.Context, key, name string) *Guard {
 			s.Wait = DefaultWait
 		}
 	}
-	g := &Guard{key: key, reqCtx: reqCtx, timeout: c.ReleaseTimeout}
-	var opts any
+	return s
+}
+
+func (c *Config) opts() any {
 	if len(c.Options) > 0 {
-		opts = c.Options
+		return c.Options
 	}
-	lease, err := corehook.Acquire(reqCtx, c.Client, key, s, opts)
-	l, _ := lease.(*core.Lease)
+	return nil
+}
+
+// settle records the acquire's outcome; true: the lock is held (the caller
+// binds the handler's context to it).
+func (g *Guard) settle(c *Config, name string, err error) bool {
+	reqCtx := g.reqCtx
 	g.Outcome, g.Err = core.Classify(reqCtx, err), err
 	switch {
 	case g.Outcome == core.OutcomeAcquired:
-		g.Lease = l
-		g.Ctx, g.stop = l.Bind(reqCtx)
+		return true
 	case g.Outcome == core.OutcomeUnavailable && c.FailOpen:
 		// Only a Redis that did not answer runs the handler unlocked: never
 		// a lock seen held, an ended request or a closed Client (their own
 		// outcomes).
 		g.Outcome = core.OutcomeUnlocked
 		g.Ctx = reqCtx
-		corehook.Unlocked(reqCtx, c.Client, key, name, err)
+		corehook.Unlocked(reqCtx, c.Client, g.key, name, err)
 	}
-	return g
+	return false
+}
+
+// TokenHeader is the value of the fencing-token header: the lease's token,
+// or with several keys their tokens in the order of the keys taken
+// (canonical), comma-separated; "" when nothing is held.
+func (g *Guard) TokenHeader() string {
+	if g.Multi != nil {
+		ls := g.Multi.Leases()
+		parts := make([]string, len(ls))
+		for i, l := range ls {
+			parts[i] = strconv.FormatInt(l.Token(), 10)
+		}
+		return strings.Join(parts, ",")
+	}
+	if g.Lease == nil {
+		return ""
+	}
+	return strconv.FormatInt(g.Lease.Token(), 10)
+}
+
+// Lost reports whether the hold was lost (any of its leases).
+func (g *Guard) Lost() bool {
+	if g.Multi != nil {
+		return isLost(g.Multi.Err())
+	}
+	return g.Lease != nil && isLost(g.Lease.Err())
 }
 
 // Release ends the hold: the handler's context is cancelled and the lock
@@ -120,8 +215,13 @@ func (g *Guard) Release() error {
 		ctx, cancel = context.WithTimeout(ctx, g.timeout)
 		defer cancel()
 	}
-	err := g.Lease.Release(ctx)
-	if isLost(g.Lease.Err()) {
+	var err error
+	if g.Multi != nil {
+		err = g.Multi.Release(ctx)
+	} else {
+		err = g.Lease.Release(ctx)
+	}
+	if g.Lost() {
 		return fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", g.key, core.ErrLost)
 	}
 	return err
@@ -134,4 +234,49 @@ func RetryHint(f func(error) time.Duration, err error) time.Duration {
 		d = f(err)
 	}
 	return max(d, 0)
+}
+
+// KeyFunc builds one of a request's keys.
+type KeyFunc[R any] func(R) (string, error)
+
+// AcquireRequest builds request r's keys with keys and acquires them: one
+// key as Acquire does, several together as AcquireAll does. It returns the
+// guard and the key (several joined with ", ") for the adapter's answers
+// and logs. A key that cannot be built (a part missing from the request,
+// a route without the parameter) gives a guard that is not OK, with the
+// outcome Classify gives that error (OutcomeBadKey, OutcomeMisconfigured).
+func AcquireRequest[R any](c *Config, reqCtx context.Context, r R, keys []KeyFunc[R], name, method string) (*Guard, string) {
+	if len(keys) == 1 {
+		key, err := keys[0](r)
+		if err != nil {
+			return &Guard{Outcome: core.Classify(nil, err), Err: err}, key
+		}
+		return c.Acquire(reqCtx, key, name, method), key
+	}
+	ks := make([]string, len(keys))
+	for i, k := range keys {
+		var err error
+		if ks[i], err = k(r); err != nil {
+			return &Guard{Outcome: core.Classify(nil, err), Err: err}, ks[i]
+		}
+	}
+	g := c.AcquireAll(reqCtx, ks, name)
+	return g, g.key
+}
+
+// ParseRW reads the read/write mode of a configuration given as a string
+// (the echo adapters' ReadWrite field): "" none, "method" by method,
+// "read" or "write" one side always. Anything else is refused.
+func ParseRW(s string) (RW, error) {
+	switch s {
+	case "":
+		return RWNone, nil
+	case "method":
+		return RWByMethod, nil
+	case "read":
+		return RWRead, nil
+	case "write":
+		return RWWrite, nil
+	}
+	return RWNone, fmt.Errorf("%w: ReadWrite %q: want \"\", \"method\", \"read\" or \"write\"", core.ErrInvalidOption, s)
 }

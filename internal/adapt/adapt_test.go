@@ -14,7 +14,8 @@ import (
 func TestCheck(t *testing.T) {
 	c := &core.Client{} // never used: Check only looks at the fields
 	for _, tc := range OptionCases {
-		cfg := Config{Client: c, Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, ReleaseTimeout: tc.ReleaseTimeout, Options: tc.AcquireOptions}
+		cfg := Config{Client: c, Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, ReleaseTimeout: tc.ReleaseTimeout, Options: tc.AcquireOptions,
+			Limit: tc.Limit, RW: tc.RW, Keys: tc.Keys}
 		if tc.NoClient {
 			cfg.Client = nil
 		}

@@ -19,6 +19,9 @@ type OptionCase struct {
 	TTL            time.Duration
 	ReleaseTimeout time.Duration
 	AcquireOptions []core.AcquireOption
+	Limit          int
+	RW             RW
+	Keys           int // key options given (0 and 1: one)
 	// Err is a substring of the construction error; "" when valid.
 	Err string
 }
@@ -42,4 +45,14 @@ var OptionCases = []OptionCase{
 	{Name: "core.NoWait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.NoWait()}, Err: "AcquireOptions may not carry"},
 	{Name: "core.TTL in AcquireOptions", AcquireOptions: []core.AcquireOption{core.TTL(time.Second)}, Err: "AcquireOptions may not carry"},
 	{Name: "core.Name in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Name("x")}, Err: "AcquireOptions may not carry"},
+	{Name: "limit", Limit: 3},
+	{Name: "limit with no wait", Limit: 3, NoWait: true},
+	{Name: "negative limit", Limit: -1, Err: "Limit must be 1 to"},
+	{Name: "limit above the maximum", Limit: core.MaxPermits + 1, Err: "Limit must be 1 to"},
+	{Name: "read side", RW: RWRead},
+	{Name: "write side", RW: RWWrite},
+	{Name: "limit and a read/write side", Limit: 2, RW: RWWrite, Err: "Limit and a read/write side are alternatives"},
+	{Name: "two keys", Keys: 2},
+	{Name: "two keys and a limit", Keys: 2, Limit: 2, Err: "several keys are taken together"},
+	{Name: "two keys and a read/write side", Keys: 2, RW: RWRead, Err: "several keys are taken together"},
 }

@@ -26,7 +26,25 @@ type Settings struct {
 	Wait   time.Duration // wait budget (0: until ctx ends)
 	NoWait bool
 	TTL    time.Duration // 0: the Client's
+	Kind   Kind          // what to take (the zero value: a mutex)
+	Limit  int           // a semaphore's permits (Kind Semaphore)
 }
+
+// Kind is what an adapter takes on a key.
+type Kind uint8
+
+// Kinds of lock an adapter takes.
+const (
+	Mutex     Kind = iota // Client.Acquire
+	Semaphore             // a permit of Client.Semaphore(key, Limit)
+	Read                  // Client.RWLock(key).RLock
+	Write                 // Client.RWLock(key).Lock
+)
+
+// AcquireAll is client.AcquireAll(ctx, keys, opts...) with s applied
+// before opts; the lease is a *core.MultiLease, nil on error. s.Kind must
+// be Mutex.
+var AcquireAll func(ctx context.Context, client any, keys []string, s Settings, opts any) (lease any, err error)
 
 // Acquire is client.Acquire(ctx, key, opts...) with s applied before opts
 // (a []core.AcquireOption, or nil); the lease is a *core.Lease, nil on

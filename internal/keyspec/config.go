@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keypart"
 )
 
@@ -25,4 +26,32 @@ func KeySource[R any](keyParts string, keyFunc func(R) (string, error), rd Reade
 		return func(r R) (string, error) { return keypart.Build(r, parts) }, nil
 	}
 	return nil, fmt.Errorf("%w: no key source; set KeyParts (e.g. \"const:order,param:id\") or KeyFunc", core.ErrInvalidOption)
+}
+
+// KeySources resolves echo's key options into one key function per lock:
+// keyParts or keyFunc (one key, as KeySource), or keys (several key specs,
+// each like keyParts, locked together). keys excludes the other two.
+func KeySources[R any](keyParts string, keys []string, keyFunc func(R) (string, error), rd Reader[R]) ([]adapt.KeyFunc[R], error) {
+	if len(keys) == 0 {
+		f, err := KeySource(keyParts, keyFunc, rd)
+		if err != nil {
+			return nil, err
+		}
+		return []adapt.KeyFunc[R]{f}, nil
+	}
+	if keyParts != "" || keyFunc != nil {
+		return nil, fmt.Errorf("%w: Keys with KeyParts or KeyFunc; choose one", core.ErrInvalidOption)
+	}
+	out := make([]adapt.KeyFunc[R], len(keys))
+	for i, spec := range keys {
+		if spec == "" {
+			return nil, fmt.Errorf("%w: Keys[%d] is empty", core.ErrInvalidOption, i)
+		}
+		f, err := KeySource(spec, nil, rd)
+		if err != nil {
+			return nil, fmt.Errorf("Keys[%d]: %w", i, err)
+		}
+		out[i] = f
+	}
+	return out, nil
 }

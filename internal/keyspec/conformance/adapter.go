@@ -17,6 +17,7 @@ import (
 	"github.com/lockkit/lockkit/echo5lock"
 	"github.com/lockkit/lockkit/echolock"
 	"github.com/lockkit/lockkit/ginlock"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
@@ -39,9 +40,21 @@ type Route struct {
 	// with the group's Use (r.Group(Group, lock)) rather than on the route,
 	// so it also sees the group's unmatched paths and methods, and Path is
 	// relative to the group.
-	Group   string
-	Handler Handler
+	Group string
+	// Limit, RW and MoreKeys are the lock's kind: a semaphore of Limit per
+	// key, a side of a read/write lock, or more key specs taken together
+	// with Key (all or nothing).
+	Limit    int
+	RW       adapt.RW
+	MoreKeys []string
+	Handler  Handler
 }
+
+// rwNames are the echo configs' ReadWrite values.
+var rwNames = map[adapt.RW]string{adapt.RWByMethod: "method", adapt.RWRead: "read", adapt.RWWrite: "write"}
+
+// keySpecs are every key spec of rt: Key, then MoreKeys.
+func (rt Route) keySpecs() []string { return append([]string{rt.Key}, rt.MoreKeys...) }
 
 // Handler is a route's handler, free of any framework: r is the request as
 // the handler sees it (r.Context() is the handler's context); lease and ok
@@ -70,7 +83,12 @@ var Adapters = []Adapter{Gin, Echo, Echo5, Stdlib, Chi}
 // partsOf turns a route's key spec into an adapter's parts, with ctors the
 // adapter's part constructor for each source.
 func partsOf[P any](t testing.TB, rt Route, ctors map[keyspec.Source]func(string) P) []P {
-	specs, err := keyspec.Parse(rt.Key)
+	return partsOfSpec(t, rt, rt.Key, ctors)
+}
+
+// partsOfSpec is partsOf for one of rt's key specs.
+func partsOfSpec[P any](t testing.TB, rt Route, spec string, ctors map[keyspec.Source]func(string) P) []P {
+	specs, err := keyspec.Parse(spec)
 	if err != nil {
 		t.Fatalf("route %s: %v", rt.Path, err)
 	}
@@ -91,11 +109,25 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 	e := gin.New()
 	e.Use(gin.RecoveryWithWriter(io.Discard)) // the panic scenario panics on purpose
 	for _, rt := range routes {
-		parts := partsOf(t, rt, map[keyspec.Source]func(string) ginlock.Part{
-			keyspec.Const: ginlock.Const, keyspec.Param: ginlock.Param, keyspec.Header: ginlock.Header,
-			keyspec.Query: ginlock.Query, keyspec.Cookie: ginlock.Cookie,
-		})
-		opts := []ginlock.Option{ginlock.Key(parts...), ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL)}
+		var opts []ginlock.Option
+		for _, spec := range rt.keySpecs() {
+			opts = append(opts, ginlock.Key(partsOfSpec(t, rt, spec, map[keyspec.Source]func(string) ginlock.Part{
+				keyspec.Const: ginlock.Const, keyspec.Param: ginlock.Param, keyspec.Header: ginlock.Header,
+				keyspec.Query: ginlock.Query, keyspec.Cookie: ginlock.Cookie,
+			})...))
+		}
+		opts = append(opts, ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL))
+		if rt.Limit > 0 {
+			opts = append(opts, ginlock.Limit(rt.Limit))
+		}
+		switch rt.RW {
+		case adapt.RWByMethod:
+			opts = append(opts, ginlock.ReadWrite())
+		case adapt.RWRead:
+			opts = append(opts, ginlock.ReadSide())
+		case adapt.RWWrite:
+			opts = append(opts, ginlock.WriteSide())
+		}
 		if rt.NoWait {
 			opts = append(opts, ginlock.NoWait())
 		}
@@ -150,7 +182,10 @@ func buildEcho(t testing.TB, client *core.Client, routes ...Route) http.Handler 
 		}
 		cfg := echolock.Config{
 			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
-			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader,
+			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW],
+		}
+		if len(rt.MoreKeys) > 0 {
+			cfg.KeyParts, cfg.Keys = "", rt.keySpecs()
 		}
 		if f := rt.ReleaseError; f != nil {
 			cfg.ReleaseErrorHandler = func(_ echo4.Context, err error) { f(err) }
@@ -195,7 +230,10 @@ func buildEcho5(t testing.TB, client *core.Client, routes ...Route) http.Handler
 		}
 		cfg := echo5lock.Config{
 			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
-			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader,
+			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW],
+		}
+		if len(rt.MoreKeys) > 0 {
+			cfg.KeyParts, cfg.Keys = "", rt.keySpecs()
 		}
 		if f := rt.ReleaseError; f != nil {
 			cfg.ReleaseErrorHandler = func(_ *echo5.Context, err error) { f(err) }

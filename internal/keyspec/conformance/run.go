@@ -24,6 +24,9 @@ func Run(t *testing.T, a Adapter) {
 		{"fencing token header", TokenHeader},
 		{"one id, any spelling, one key", SpellingsExclude},
 		{"graceful shutdown and Close", Draining},
+		{"limit admits n and answers 429", Limit},
+		{"reads share, writes exclude", ReadWrite},
+		{"several keys, all or nothing, any order", MultiKey},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -35,4 +38,7 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("exclusion "+a.Name+"+"+b.Name, func(t *testing.T) { Exclusion(t, a, b) })
 	t.Run("parallel "+a.Name+"+"+b.Name, func(t *testing.T) { Parallel(t, a, b) })
 	t.Run("spellings exclude "+a.Name+"+"+b.Name, func(t *testing.T) { SpellingsExclude(t, a, b) })
+	t.Run("limit "+a.Name+"+"+b.Name, func(t *testing.T) { Limit(t, a, b) })
+	t.Run("reads and writes "+a.Name+"+"+b.Name, func(t *testing.T) { ReadWrite(t, a, b) })
+	t.Run("several keys "+a.Name+"+"+b.Name, func(t *testing.T) { MultiKey(t, a, b) })
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
+	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
@@ -26,11 +27,25 @@ func bracePath(p string) string { return colonParam.ReplaceAllString(p, "{$1}") 
 
 // httplockOf builds the lock middleware of rt and the handler behind it.
 func httplockOf(t testing.TB, client *core.Client, rt Route) http.Handler {
-	parts := partsOf(t, rt, map[keyspec.Source]func(string) httplock.Part{
-		keyspec.Const: httplock.Const, keyspec.Param: httplock.PathValue, keyspec.Header: httplock.Header,
-		keyspec.Query: httplock.Query, keyspec.Cookie: httplock.Cookie,
-	})
-	opts := []httplock.Option{httplock.Key(parts...), httplock.Wait(rt.Wait), httplock.TTL(rt.TTL)}
+	var opts []httplock.Option
+	for _, spec := range rt.keySpecs() {
+		opts = append(opts, httplock.Key(partsOfSpec(t, rt, spec, map[keyspec.Source]func(string) httplock.Part{
+			keyspec.Const: httplock.Const, keyspec.Param: httplock.PathValue, keyspec.Header: httplock.Header,
+			keyspec.Query: httplock.Query, keyspec.Cookie: httplock.Cookie,
+		})...))
+	}
+	opts = append(opts, httplock.Wait(rt.Wait), httplock.TTL(rt.TTL))
+	if rt.Limit > 0 {
+		opts = append(opts, httplock.Limit(rt.Limit))
+	}
+	switch rt.RW {
+	case adapt.RWByMethod:
+		opts = append(opts, httplock.ReadWrite())
+	case adapt.RWRead:
+		opts = append(opts, httplock.ReadSide())
+	case adapt.RWWrite:
+		opts = append(opts, httplock.WriteSide())
+	}
 	if rt.NoWait {
 		opts = append(opts, httplock.NoWait())
 	}
