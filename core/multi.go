@@ -67,9 +67,9 @@ func (m *MultiLease) Err() error {
 }
 
 // Bind returns a context for the work under all the locks: ctx's
-// cancellation joined with every lease's, and LeaseFromContext finding
-// them (the last key's first). Call the returned function when the work is
-// done.
+// cancellation joined with every lease's; LeaseFromContext finds the last
+// key's lease in it and MultiLeaseFromContext this MultiLease. Call the
+// returned function when the work is done.
 func (m *MultiLease) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	stops := make([]context.CancelFunc, 0, len(m.leases))
 	for _, l := range m.leases {
@@ -77,11 +77,21 @@ func (m *MultiLease) Bind(ctx context.Context) (context.Context, context.CancelF
 		ctx, stop = l.Bind(ctx)
 		stops = append(stops, stop)
 	}
-	return ctx, func() {
+	return context.WithValue(ctx, multiLeaseKey{}, m), func() {
 		for i := len(stops) - 1; i >= 0; i-- {
 			stops[i]()
 		}
 	}
+}
+
+type multiLeaseKey struct{}
+
+// MultiLeaseFromContext returns the MultiLease whose Bind made ctx (or a
+// context derived from it): a handler behind an adapter that locks several
+// keys finds each key's lease, and its fencing token, with m.Lease(key).
+func MultiLeaseFromContext(ctx context.Context) (*MultiLease, bool) {
+	m, ok := ctx.Value(multiLeaseKey{}).(*MultiLease)
+	return m, ok
 }
 
 // Release releases every lease (each as Lease.Release does, concurrently,

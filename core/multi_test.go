@@ -261,7 +261,8 @@ func TestAcquireAllBadInput(t *testing.T) {
 	var ran bool
 	err := c.DoAll(ctx, []string{"d:1", "d:2"}, func(ctx context.Context) error {
 		l, ok := core.LeaseFromContext(ctx)
-		ran = ok && l.Key() == "d:2"
+		m, mok := core.MultiLeaseFromContext(ctx)
+		ran = ok && l.Key() == "d:2" && mok && m.Lease("d:1") != nil && m.Lease("d:1").Token() > 0
 		return nil
 	})
 	if err != nil || !ran {

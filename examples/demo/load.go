@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
+	"github.com/lockkit/lockkit/examples/internal/ordershttp"
 )
 
 // outcome is how a request ended, seen by the client.
@@ -38,29 +39,40 @@ const (
 	opPay op = iota
 	opRefund
 	opShip
-	opImport // ImportLines: gRPC only, a client stream
-	opExport // ExportLines: gRPC only, a server stream
+	opImport       // ImportLines: gRPC only, a client stream
+	opExport       // ExportLines: gRPC only, a server stream
+	opTransfer     // HTTP only: two orders locked together
+	opTenantExport // HTTP only: a permit of the tenant's export semaphore
+	opSettingsGet  // HTTP only: the read side of the tenant's settings lock
+	opSettingsPut  // HTTP only: its write side
 	nOps
 )
 
-var opPaths = [...]string{opPay: "pay", opRefund: "refund", opShip: "ship", opImport: "ImportLines", opExport: "ExportLines"}
+var opPaths = [...]string{opPay: "pay", opRefund: "refund", opShip: "ship", opImport: "ImportLines", opExport: "ExportLines",
+	opTransfer: "transfer", opTenantExport: "tenant export", opSettingsGet: "settings read", opSettingsPut: "settings write"}
 
 // stream reports whether o is a streaming RPC, which only the gRPC replica
 // serves.
 func (o op) stream() bool { return o == opImport || o == opExport }
 
+// httpOnly reports whether only the HTTP replicas serve o: the gRPC
+// service has no transfer and no tenant routes.
+func (o op) httpOnly() bool { return o >= opTransfer }
+
 // request is one request of a client.
 type request struct {
-	op    op
-	id    string
-	cents int64 // pay, refund: the amount
-	lines int   // import: how many lines
+	op     op
+	id     string
+	to     string // transfer: the receiving order
+	tenant string // tenant routes
+	cents  int64  // pay, refund, transfer: the amount
+	lines  int    // import: how many lines
 }
 
 // target sends requests to one replica.
 type target interface {
 	do(ctx context.Context, r request) (outcome, error)
-	streams() bool // whether it serves the streaming ops
+	serves(op) bool
 	close()
 }
 
@@ -76,20 +88,33 @@ func newHTTPTarget(addr string, conns int) *httpTarget {
 	return &httpTarget{base: "http://" + addr, tr: tr, hc: &http.Client{Transport: tr}}
 }
 
-func (t *httpTarget) streams() bool { return false }
+func (t *httpTarget) serves(o op) bool { return !o.stream() }
 
 func (t *httpTarget) do(ctx context.Context, r request) (outcome, error) {
 	o := r.op
 	if o.stream() {
 		return outOther, fmt.Errorf("%s: not served over HTTP", opPaths[o])
 	}
-	url := t.base + "/orders/" + r.id + "/" + opPaths[o]
-	if o != opShip {
+	method, url := http.MethodPost, t.base+"/orders/"+r.id+"/"+opPaths[o]
+	switch o {
+	case opShip:
+	case opTransfer:
+		url = t.base + "/orders/" + r.id + "/transfer/" + r.to + "?amount=" + strconv.FormatInt(r.cents, 10)
+	case opTenantExport:
+		url = t.base + "/tenant/export"
+	case opSettingsGet:
+		method, url = http.MethodGet, t.base+"/tenant/settings"
+	case opSettingsPut:
+		method, url = http.MethodPut, t.base+"/tenant/settings?plan=p"+strconv.FormatInt(r.cents, 10)
+	default:
 		url += "?amount=" + strconv.FormatInt(r.cents, 10)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
 		return outOther, err
+	}
+	if r.tenant != "" {
+		req.Header.Set(ordershttp.TenantHeader, r.tenant)
 	}
 	res, err := t.hc.Do(req)
 	if err != nil {
@@ -100,7 +125,8 @@ func (t *httpTarget) do(ctx context.Context, r request) (outcome, error) {
 	switch {
 	case res.StatusCode == http.StatusOK:
 		return outOK, nil
-	case res.StatusCode == http.StatusConflict && res.Header.Get("Retry-After") != "":
+	case res.StatusCode == http.StatusConflict && res.Header.Get("Retry-After") != "",
+		res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") != "": // the export limit
 		return outBusy, nil
 	case res.StatusCode == http.StatusConflict:
 		return outRefused, nil
@@ -124,7 +150,7 @@ func newGRPCTarget(addr string) (*grpcTarget, error) {
 	return &grpcTarget{conn: conn, cl: ordersv1.NewOrdersClient(conn)}, nil
 }
 
-func (t *grpcTarget) streams() bool { return true }
+func (t *grpcTarget) serves(o op) bool { return !o.httpOnly() }
 
 func (t *grpcTarget) do(ctx context.Context, r request) (outcome, error) {
 	var err error
@@ -239,28 +265,59 @@ func sum(c [nOutcomes]int) (n int) {
 // over the cold ones; payments outnumber refunds so balances grow; some
 // requests ship (the no-wait route); a few import line items (2 to 5, each
 // a write: the stream holds the order for all of them) or export them,
-// over gRPC, to the same orders.
+// over gRPC, to the same orders; a few transfer between two orders, run a
+// tenant's export (at most ExportLimit at once per tenant) or read and
+// write its settings, over HTTP.
 const hotShare = 0.5
 
 func (cfg config) pick(rng *rand.Rand) request {
-	r := request{id: "c" + strconv.Itoa(1+rng.IntN(cfg.orders))}
-	if cfg.hot > 0 && rng.Float64() < hotShare {
-		r.id = "h" + strconv.Itoa(1+rng.IntN(cfg.hot))
-	}
+	r := request{id: cfg.orderID(rng)}
 	switch p := rng.IntN(100); {
-	case p < 48:
+	case p < 44:
 		r.op, r.cents = opPay, 100*int64(1+rng.IntN(5))
-	case p < 81:
+	case p < 73:
 		r.op, r.cents = opRefund, 100*int64(1+rng.IntN(3))
-	case p < 94:
+	case p < 84:
 		r.op = opShip
-	case p < 97:
+	case p < 87:
 		r.op, r.lines = opImport, 2+rng.IntN(4)
-	default:
+	case p < 90:
 		r.op = opExport
+	case p < 93:
+		// Between two orders, either way round: the lock takes both in
+		// one order whichever is first, so opposite transfers never
+		// deadlock.
+		r.op, r.cents = opTransfer, 100*int64(1+rng.IntN(2))
+		for r.to = cfg.orderID(rng); r.to == r.id; {
+			r.to = "c" + strconv.Itoa(1+rng.IntN(cfg.orders)) // cold: with one order there would be no other
+			if cfg.orders == 1 && r.id == r.to {
+				r.to = "c0"
+			}
+		}
+	case p < 95:
+		r.op = opTenantExport
+	case p < 99:
+		r.op = opSettingsGet
+	default:
+		r.op, r.cents = opSettingsPut, int64(rng.IntN(3))
+	}
+	if r.op >= opTenantExport {
+		r.id, r.tenant = "", "t"+strconv.Itoa(1+rng.IntN(tenants))
 	}
 	return r
 }
+
+// orderID picks an order: a hot one for hotShare of the picks.
+func (cfg config) orderID(rng *rand.Rand) string {
+	if cfg.hot > 0 && rng.Float64() < hotShare {
+		return "h" + strconv.Itoa(1+rng.IntN(cfg.hot))
+	}
+	return "c" + strconv.Itoa(1+rng.IntN(cfg.orders))
+}
+
+// tenants is how many tenants the tenant routes are asked for: few, so
+// their exports meet the limit and their settings readers meet.
+const tenants = 2
 
 // drive sends requests from cfg.concurrency clients for cfg.duration,
 // each client turning over the replicas in turn (a stream goes to the next
@@ -276,7 +333,7 @@ func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, 
 			for i := w; time.Now().Before(end) && ctx.Err() == nil; i++ {
 				r := cfg.pick(rng)
 				k := i % len(targets)
-				for j := 0; r.op.stream() && !targets[k].streams() && j < len(targets); j++ {
+				for j := 0; !targets[k].serves(r.op) && j < len(targets); j++ {
 					k = (k + 1) % len(targets)
 				}
 				// A request's deadline is well past its wait budget: it

@@ -67,14 +67,18 @@ func checkHolds(t *testing.T, res *result, out string) {
 		t.Errorf("streams: %d imports of %d lines, %d exports", v.imports, v.lines, v.exports)
 	}
 	// Two independent counts agree: every lease acquired ran one critical
-	// section (a stream is one), every 200 / OK answer is one write the
-	// witness recorded (an import is one) or one export.
+	// section (a stream is one; a transfer is one on each of its two
+	// orders, under one lease each; a tenant export, settings read or
+	// write is one), every 200 / OK answer is one write the witness
+	// recorded (an import is one, a transfer two), one export, or one
+	// tenant operation.
 	acquired, ok := 0, 0
 	for _, r := range res.replicas {
 		acquired, ok = acquired+r.acquired, ok+r.counts[outOK]
 	}
-	if v := res.verdict; acquired != v.entered || ok != v.writes+v.exports {
-		t.Errorf("%d leases acquired, %d critical sections entered; %d ok answers, %d writes and %d exports recorded", acquired, v.entered, ok, v.writes, v.exports)
+	if v := res.verdict; acquired != v.entered+v.tenantEntered || ok != v.writes-v.transfers+v.exports+v.tenantOK {
+		t.Errorf("%d leases acquired, %d+%d critical sections entered; %d ok answers, %d writes (%d transfers), %d exports and %d tenant operations recorded",
+			acquired, v.entered, v.tenantEntered, ok, v.writes, v.transfers, v.exports, v.tenantOK)
 	}
 	if len(res.keys) == 0 || res.keys[0].key != "order:h1" || res.keys[0].contended == 0 {
 		t.Errorf("no contention on the hot order: %+v", res.keys[:min(len(res.keys), 2)])

@@ -34,7 +34,19 @@ func report(out io.Writer, res *result) {
 				r.name, r.ops[opImport], r.ops[opExport])
 		}
 	}
-	fmt.Fprintf(out, "  busy: the order's lock was held (ship never waits; pay and refund past %v): HTTP 409 + Retry-After, gRPC Aborted\n", res.cfg.wait)
+	var ops [nOps]int
+	for _, r := range res.replicas {
+		for i, v := range r.ops {
+			ops[i] += v
+		}
+	}
+	if ops[opTransfer]+ops[opTenantExport]+ops[opSettingsGet]+ops[opSettingsPut] > 0 {
+		fmt.Fprintf(out, "  over HTTP also: %d transfers (order:<id> and order:<to> together), %d tenant exports (at most %d at once per tenant),\n",
+			ops[opTransfer], ops[opTenantExport], exportLimit)
+		fmt.Fprintf(out, "  %d settings reads (side by side) and %d settings writes (alone)\n", ops[opSettingsGet], ops[opSettingsPut])
+	}
+	fmt.Fprintf(out, "  busy: the order's lock was held (ship never waits; pay and refund past %v): HTTP 409 + Retry-After, gRPC Aborted;\n", res.cfg.wait)
+	fmt.Fprintln(out, "        or every export permit of the tenant was held past it: HTTP 429 + Retry-After")
 	fmt.Fprintln(out, "  refused: the order's rules said no (refund above the balance, unpaid, already shipped): HTTP 409, gRPC FailedPrecondition")
 	for _, r := range res.replicas {
 		for _, e := range r.errors {

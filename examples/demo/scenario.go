@@ -113,7 +113,7 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	}
 	fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
 	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v;\n", cfg.wait, cfg.work)
-	fmt.Fprintf(out, "a few gRPC streams import line items into the same orders or export them, each holding order:<id> throughout\n\n")
+	fmt.Fprintf(out, "a few gRPC streams import line items into the same orders or export them, each holding order:<id> throughout;\nover HTTP a few transfers lock two orders together, tenant exports take one of %d permits, settings reads share and writes exclude\n\n", exportLimit)
 
 	targets := make([]target, len(reps))
 	tallies := make([]*tally, len(reps))

@@ -38,6 +38,7 @@ type witness struct {
 
 // tenantTrail is what the witness saw of one tenant.
 type tenantTrail struct {
+	entered                  int // critical sections entered (exports, reads, writes)
 	exporting, mostExporting int // exports inside now / at most at once
 	exports                  int // exports the store ran
 	tooMany                  int // entries that made more than exportLimit exports at once
@@ -123,6 +124,7 @@ func (b *watchedBook) Export(ctx context.Context, tenant string, token int64) (o
 	w := b.w
 	w.mu.Lock()
 	t := w.tenantOf(tenant)
+	t.entered++
 	t.exporting++
 	t.mostExporting = max(t.mostExporting, t.exporting)
 	if t.exporting > exportLimit {
@@ -146,6 +148,7 @@ func (b *watchedBook) Settings(ctx context.Context, tenant string) (orders.Setti
 	w := b.w
 	w.mu.Lock()
 	t := w.tenantOf(tenant)
+	t.entered++
 	t.readers++
 	t.mostReaders = max(t.mostReaders, t.readers)
 	if t.writers > 0 {
@@ -166,6 +169,7 @@ func (b *watchedBook) SetSettings(ctx context.Context, tenant, plan string, toke
 	w := b.w
 	w.mu.Lock()
 	t := w.tenantOf(tenant)
+	t.entered++
 	t.writers++
 	if t.writers > 1 || t.readers > 0 {
 		t.conflicts++
@@ -371,6 +375,10 @@ type verdict struct {
 	// imports and exports are the streams that ran (exports: to their
 	// end), lines the lines the imports added.
 	imports, exports, lines int
+	// transfers are the transfers the store accepted (each two writes, of
+	// two orders, under two leases); tenantEntered the tenant routes'
+	// critical sections, tenantOK those the store completed.
+	transfers, tenantEntered, tenantOK int
 	// hottest is the order whose fencing tokens the report shows, trail its
 	// accepted writes: the most written order (the scenario picks the most
 	// contended one instead when the Observer saw contention).
@@ -413,6 +421,7 @@ func (w *witness) check(replicas []string) verdict {
 		v.imports, v.exports, v.lines = v.imports+t.imports, v.exports+t.exports, v.lines+t.lines
 		payments, refunds, shipped = payments+t.payments, refunds+t.refunds, shipped+t.ships
 		transfers += t.transfers
+		v.transfers += t.transfers
 		if len(t.writes) > 0 {
 			v.orders++
 			v.writes += len(t.writes)
@@ -463,6 +472,7 @@ func (w *witness) check(replicas []string) verdict {
 		verdictOf(inStream, checkStreams,
 			fmt.Sprintf("%d imports (%d lines) and %d exports, each alone with its order from its first line to its last", v.imports, v.lines, v.exports)),
 	)
+	v.transfers /= 2 // counted on both orders
 	v.checks = append(v.checks, w.tenantChecks(&v)...)
 	var idle []string
 	for _, r := range replicas {
@@ -510,7 +520,7 @@ func verdictOf(bad []string, what, good string) check {
 	case 1:
 		return check{what: what, detail: bad[0]}
 	}
-	return check{what: what, detail: fmt.Sprintf("%s (and %d more orders)", bad[0], len(bad)-1)}
+	return check{what: what, detail: fmt.Sprintf("%s (and %d more)", bad[0], len(bad)-1)}
 }
 
 func byReplica(replicas []string, n map[string]int) string {
@@ -596,6 +606,8 @@ func (w *witness) tenantChecks(v *verdict) []check {
 	for _, id := range ids {
 		t := w.tenants[id]
 		exports, reads, writes = exports+t.exports, reads+t.reads, writes+t.writes
+		v.tenantEntered += t.entered
+		v.tenantOK += t.exports + t.reads + t.writes
 		most, mostReaders = max(most, t.mostExporting), max(mostReaders, t.mostReaders)
 		if t.tooMany > 0 {
 			crowded = append(crowded, fmt.Sprintf("tenant %s: %d exports at once, the limit is %d", id, t.mostExporting, exportLimit))

@@ -134,7 +134,7 @@ func TestWitnessStreams(t *testing.T) {
 	for _, c := range v.checks {
 		switch {
 		case c.what == checkStreams: // the busiest order first: c
-			if c.ok || !strings.Contains(c.detail, "order c: pay on gin [") || !strings.Contains(c.detail, "] overlapped export on grpc [") || !strings.Contains(c.detail, "(and 1 more orders)") {
+			if c.ok || !strings.Contains(c.detail, "order c: pay on gin [") || !strings.Contains(c.detail, "] overlapped export on grpc [") || !strings.Contains(c.detail, "(and 1 more)") {
 				t.Errorf("%s: ok %v, %q", c.what, c.ok, c.detail)
 			}
 		case !c.ok:

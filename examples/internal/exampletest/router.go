@@ -21,9 +21,11 @@ import (
 // replica holds the order, GET answers (no lock), ship answers 409 at once
 // (one no-wait attempt, seen by the Observer), pay waits for the holder
 // (its contended attempt awaited, then the holder releases) and writes with
-// a newer token; with Config.Wait set, pay and export give up after that
-// budget with 409 and Retry-After; with NoLock, pay writes under a lock
-// held elsewhere, with token 0.
+// a newer token; with Config.Wait set, pay and a transfer give up after
+// that budget with 409 and Retry-After (the transfer keeping nothing), an
+// export with every permit held with 429, a settings write beside a reader
+// with 409 while a read shares; with NoLock, pay writes under a lock held
+// elsewhere, with token 0.
 func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -73,24 +75,61 @@ func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 		const wait = 300 * time.Millisecond
 		obs := newAcquireLog()
 		base := serveRouter(t, newRouter(ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0), Wait: wait}))
-		for _, tc := range []struct {
-			path, key string
-			hdr       []string
-		}{
-			{"/orders/y/pay", "order:y", nil},
-			{"/tenant/export", "tenant:acme", []string{ordershttp.TenantHeader, "acme"}},
-		} {
-			held := hold(t, tc.key)
-			r := Post(t, base+tc.path, tc.hdr...)
-			if r.Status != http.StatusConflict || r.RetryAfter == "" {
-				t.Errorf("%s while held: %d %q %s", tc.path, r.Status, r.RetryAfter, r.Body)
-			}
-			if e := obs.last(); e.info.Key != tc.key || e.info.Wait != wait || e.res.Outcome != core.OutcomeTimeout {
-				t.Errorf("%s's acquire: %+v", tc.path, e)
-			}
-			if err := held.Release(ctx); err != nil {
+		held := hold(t, "order:y")
+		if r := Post(t, base+"/orders/y/pay"); r.Status != http.StatusConflict || r.RetryAfter == "" {
+			t.Errorf("pay while held: %d %q %s", r.Status, r.RetryAfter, r.Body)
+		}
+		if e := obs.last(); e.info.Key != "order:y" || e.info.Wait != wait || e.res.Outcome != core.OutcomeTimeout {
+			t.Errorf("pay's acquire: %+v", e)
+		}
+		// A transfer into the held order gives up too, and keeps nothing
+		// of the other order.
+		if r := Post(t, base+"/orders/z/transfer/y"); r.Status != http.StatusConflict || r.RetryAfter == "" {
+			t.Errorf("transfer into a held order: %d %q %s", r.Status, r.RetryAfter, r.Body)
+		}
+		if _, h, err := other.Inspect(ctx, "order:z"); err != nil || h {
+			t.Errorf("order:z held after the transfer gave up: %v %v", h, err)
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+
+		// Exports: ExportLimit at once per tenant, 429 past the budget.
+		acme := []string{ordershttp.TenantHeader, "acme"}
+		var permits []*core.Lease
+		for range ordershttp.ExportLimit {
+			l, err := other.Semaphore("export:acme", ordershttp.ExportLimit).Acquire(ctx)
+			if err != nil {
 				t.Fatal(err)
 			}
+			permits = append(permits, l)
+		}
+		if r := Post(t, base+"/tenant/export", acme...); r.Status != http.StatusTooManyRequests || r.RetryAfter == "" {
+			t.Errorf("export with every permit held: %d %q %s", r.Status, r.RetryAfter, r.Body)
+		}
+		if e := obs.last(); e.info.Key != "export:acme" || e.info.Kind != core.KindSemaphore || e.res.Outcome != core.OutcomeLimited {
+			t.Errorf("export's acquire: %+v", e)
+		}
+		_ = permits[0].Release(ctx)
+		if r := Post(t, base+"/tenant/export", acme...); r.Status != http.StatusOK {
+			t.Errorf("export with a permit free: %d %s", r.Status, r.Body)
+		}
+		_ = permits[1].Release(ctx)
+
+		// Settings: reads share with a reader elsewhere, wait for a writer.
+		rl, err := other.RWLock("settings:acme").RLock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := do(t, http.MethodGet, base+"/tenant/settings", acme...); r != http.StatusOK {
+			t.Errorf("settings read beside a reader: %d", r)
+		}
+		if r := do(t, http.MethodPut, base+"/tenant/settings?plan=pro", acme...); r != http.StatusConflict {
+			t.Errorf("settings write beside a reader: %d", r)
+		}
+		_ = rl.Release(ctx)
+		if r := do(t, http.MethodPut, base+"/tenant/settings?plan=pro", acme...); r != http.StatusOK {
+			t.Errorf("settings write alone: %d", r)
 		}
 	})
 
@@ -215,4 +254,23 @@ func (l *acquireLog) awaitContended(t *testing.T, key string) {
 			t.Fatalf("no contended attempt on %s", key)
 		}
 	}
+}
+
+// do sends a request without a body with header name/value pairs and
+// returns its status.
+func do(t *testing.T, method, url string, hdr ...string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }

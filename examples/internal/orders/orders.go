@@ -343,12 +343,12 @@ func (s *Store) record(ctx context.Context, o Order) error {
 	return nil
 }
 
-// Export runs a tenant's export: it takes Work and counts the tenant's
+// Export runs a tenant's export: it takes exportWork × Work and counts the tenant's
 // exports. Exports of one tenant may run at once (the examples limit how
 // many with a semaphore); token is the permit's, which orders the exports'
 // starts, not their ends, so no token is refused here.
 func (s *Store) Export(ctx context.Context, tenant string, token int64) (Export, error) {
-	if err := s.work(ctx); err != nil {
+	if err := s.workFor(ctx, exportWork*s.Work); err != nil {
 		return Export{}, err
 	}
 	s.mu.Lock()
@@ -400,7 +400,7 @@ func (s *Store) Transfer(ctx context.Context, from, to string, fromToken, toToke
 // Settings reads a tenant's settings (Work: a slow read; many may run at
 // once under the read side of the tenant's read/write lock).
 func (s *Store) Settings(ctx context.Context, tenant string) (Settings, error) {
-	if err := s.work(ctx); err != nil {
+	if err := s.workFor(ctx, readWork*s.Work); err != nil {
 		return Settings{}, err
 	}
 	s.mu.Lock()
@@ -429,11 +429,21 @@ func (s *Store) SetSettings(ctx context.Context, tenant, plan string, token int6
 	return st, nil
 }
 
-func (s *Store) work(ctx context.Context) error {
-	if s.Work <= 0 {
+// An export is a long read of the tenant's data, and a settings read a
+// slow one: Work times these (so exports of one tenant, and reads of its
+// settings, meet).
+const (
+	exportWork = 10
+	readWork   = 5
+)
+
+func (s *Store) work(ctx context.Context) error { return s.workFor(ctx, s.Work) }
+
+func (s *Store) workFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(s.Work)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

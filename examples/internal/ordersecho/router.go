@@ -27,8 +27,10 @@ type Config = ordershttp.Config
 // The lock keys as echo5lock key specs: "order:<id>" is the key ginlock and
 // grpclock build too, so replicas on gin, echo and gRPC exclude each other.
 const (
-	orderKey  = "const:order,param:id"
-	tenantKey = "const:tenant,header:" + ordershttp.TenantHeader
+	orderKey    = "const:order,param:id"
+	toKey       = "const:order,param:to"
+	exportKey   = "const:export,header:" + ordershttp.TenantHeader
+	settingsKey = "const:settings,header:" + ordershttp.TenantHeader
 )
 
 // NewRouter returns the orders API on echo v5. It returns a plain
@@ -51,13 +53,18 @@ func NewRouter(cfg Config) http.Handler {
 		e.Use(nameSpan)
 	}
 
-	lockOrder, shipOnce, lockTenant := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
+	lockOrder, shipOnce, lockBoth := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
+	limitExports, lockSettings := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
 	if !cfg.NoLock {
 		lockOrder = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: orderKey, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
 		// Shipping twice is the classic duplicate click: answer 409 at once
 		// rather than queue behind the first.
 		shipOnce = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: orderKey, NoWait: true, TokenHeader: ordershttp.TokenHeader})
-		lockTenant = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: tenantKey, Wait: cfg.Wait})
+		// A transfer locks both orders, all or nothing, in one order
+		// whatever its direction: no deadlock between opposite transfers.
+		lockBoth = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, Keys: []string{orderKey, toKey}, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
+		limitExports = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: exportKey, Limit: ordershttp.ExportLimit, Wait: cfg.Wait})
+		lockSettings = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: settingsKey, ReadWrite: "method", Wait: cfg.Wait})
 	}
 
 	book := cfg.Book
@@ -68,10 +75,28 @@ func NewRouter(cfg Config) http.Handler {
 		o, err := book.Ship(c.Request().Context(), c.Param("id"), token(c))
 		return reply(c, o, err)
 	}, shipOnce)
+	e.POST("/orders/:id/transfer/:to", func(c *echo.Context) error {
+		cents, err := orders.ParseAmount(c.QueryParam("amount"))
+		if err != nil {
+			return reply(c, nil, err)
+		}
+		ctx, from, to := c.Request().Context(), c.Param("id"), c.Param("to")
+		a, b, err := book.Transfer(ctx, from, to, ordershttp.TokenOf(ctx, "order", from), ordershttp.TokenOf(ctx, "order", to), cents)
+		return reply(c, map[string]orders.Order{"from": a, "to": b}, err)
+	}, lockBoth)
 	e.POST("/tenant/export", func(c *echo.Context) error {
 		x, err := book.Export(c.Request().Context(), c.Request().Header.Get(ordershttp.TenantHeader), token(c))
 		return reply(c, x, err)
-	}, lockTenant)
+	}, limitExports)
+	tenant := func(c *echo.Context) string { return c.Request().Header.Get(ordershttp.TenantHeader) }
+	e.GET("/tenant/settings", func(c *echo.Context) error {
+		st, err := book.Settings(c.Request().Context(), tenant(c))
+		return reply(c, st, err)
+	}, lockSettings)
+	e.PUT("/tenant/settings", func(c *echo.Context) error {
+		st, err := book.SetSettings(c.Request().Context(), tenant(c), c.QueryParam("plan"), token(c))
+		return reply(c, st, err)
+	}, lockSettings)
 	if t := cfg.Telemetry; t.On() {
 		// No contrib instrumentation exists for echo v5: otelhttp makes the
 		// request's server span around the router, nameSpan names it for

@@ -36,14 +36,22 @@ func NewRouter(cfg Config) http.Handler {
 			otelgin.WithMeterProvider(t.MeterProvider), otelgin.WithPropagators(t.Propagator)))
 	}
 
-	lockOrder, shipOnce, lockTenant := gin.HandlerFunc(pass), gin.HandlerFunc(pass), gin.HandlerFunc(pass)
+	lockOrder, shipOnce, lockBoth := gin.HandlerFunc(pass), gin.HandlerFunc(pass), gin.HandlerFunc(pass)
+	limitExports, lockSettings := gin.HandlerFunc(pass), gin.HandlerFunc(pass)
 	if !cfg.NoLock {
 		orderKey := ginlock.Key(ginlock.Const("order"), ginlock.Param("id")) // "order:<id>" on every order route
 		lockOrder = ginlock.New(cfg.Client, orderKey, ginlock.Wait(cfg.Wait), ginlock.TokenHeader(ordershttp.TokenHeader))
 		// Shipping twice is the classic duplicate click: answer 409 at once
 		// rather than queue behind the first.
 		shipOnce = ginlock.New(cfg.Client, orderKey, ginlock.NoWait(), ginlock.TokenHeader(ordershttp.TokenHeader))
-		lockTenant = ginlock.New(cfg.Client, ginlock.Key(ginlock.Const("tenant"), ginlock.Header(ordershttp.TenantHeader)), ginlock.Wait(cfg.Wait))
+		// A transfer locks both orders, all or nothing, in one order
+		// whatever its direction: no deadlock between opposite transfers.
+		lockBoth = ginlock.New(cfg.Client, orderKey, ginlock.Key(ginlock.Const("order"), ginlock.Param("to")),
+			ginlock.Wait(cfg.Wait), ginlock.TokenHeader(ordershttp.TokenHeader))
+		tenant := []ginlock.Part{ginlock.Const("export"), ginlock.Header(ordershttp.TenantHeader)}
+		limitExports = ginlock.New(cfg.Client, ginlock.Key(tenant...), ginlock.Limit(ordershttp.ExportLimit), ginlock.Wait(cfg.Wait))
+		lockSettings = ginlock.New(cfg.Client, ginlock.Key(ginlock.Const("settings"), ginlock.Header(ordershttp.TenantHeader)),
+			ginlock.ReadWrite(), ginlock.Wait(cfg.Wait))
 	}
 
 	book := cfg.Book
@@ -54,9 +62,28 @@ func NewRouter(cfg Config) http.Handler {
 		o, err := book.Ship(c.Request.Context(), c.Param("id"), token(c))
 		reply(c, o, err)
 	})
-	r.POST("/tenant/export", lockTenant, func(c *gin.Context) {
+	r.POST("/orders/:id/transfer/:to", lockBoth, func(c *gin.Context) {
+		cents, err := orders.ParseAmount(c.Query("amount"))
+		if err != nil {
+			reply(c, nil, err)
+			return
+		}
+		from, to := c.Param("id"), c.Param("to")
+		a, b, err := book.Transfer(c.Request.Context(), from, to, ordershttp.TokenOf(c.Request.Context(), "order", from),
+			ordershttp.TokenOf(c.Request.Context(), "order", to), cents)
+		reply(c, gin.H{"from": a, "to": b}, err)
+	})
+	r.POST("/tenant/export", limitExports, func(c *gin.Context) {
 		e, err := book.Export(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader), token(c))
 		reply(c, e, err)
+	})
+	r.GET("/tenant/settings", lockSettings, func(c *gin.Context) {
+		st, err := book.Settings(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader))
+		reply(c, st, err)
+	})
+	r.PUT("/tenant/settings", lockSettings, func(c *gin.Context) {
+		st, err := book.SetSettings(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader), c.Query("plan"), token(c))
+		reply(c, st, err)
 	})
 	return r
 }

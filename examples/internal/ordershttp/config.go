@@ -32,6 +32,7 @@
 package ordershttp
 
 import (
+	"context"
 	"io"
 	"time"
 
@@ -68,3 +69,23 @@ const (
 	TokenHeader  = "Lock-Token" // the fencing token of the lock a write ran under
 	TenantHeader = "X-Tenant"   // the tenant of /tenant/export and /tenant/settings, in their lock keys
 )
+
+// TokenOf is the fencing token of the lock on core.JoinKey(parts...) that
+// the request holds: one of the keys a route locks together (a transfer's
+// two orders), or its only key; 0 when it holds none (-nolock).
+func TokenOf(ctx context.Context, parts ...string) int64 {
+	key, err := core.JoinKey(parts...)
+	if err != nil {
+		return 0
+	}
+	if m, ok := core.MultiLeaseFromContext(ctx); ok {
+		if l := m.Lease(key); l != nil {
+			return l.Token()
+		}
+		return 0
+	}
+	if l, ok := core.LeaseFromContext(ctx); ok && l.Key() == key {
+		return l.Token()
+	}
+	return 0
+}
