@@ -66,7 +66,10 @@ func BenchmarkPrimitives(b *testing.B) {
 							v := inside.Add(1)
 							for m := most.Load(); v > m && !most.CompareAndSwap(m, v); m = most.Load() {
 							}
-							time.Sleep(200 * time.Microsecond) // the work, long enough to overlap
+							// The work, long enough to overlap: a spin, since a
+							// 200µs sleep wakes on the runtime's timer granularity.
+							for start := time.Now(); time.Since(start) < 200*time.Microsecond; {
+							}
 							inside.Add(-1)
 						}); err != nil {
 							b.Error(err)
