@@ -124,23 +124,8 @@ func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acq
 		}
 		return outer.nest(ctx, cfg.name), nil
 	}
-	a := &acquisition{c: c, ctx: ctx, key: key, names: n, cfg: cfg}
-	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify", Owner: c.cfg.owner, Kind: KindMutex}
-	switch {
-	case try:
-		a.info.Strategy = "try"
-	case cfg.noWait:
-		a.info.Strategy = "nowait"
-	case cfg.wait > 0:
-		a.budget = a.info.Start.Add(cfg.wait)
-	}
-	a.octx = c.obs.AcquireStart(ctx, a.info)
-	meta := c.obs.HolderMetadata(a.octx, a.info)
-	if len(meta) > MaxMetadataLen {
-		meta = meta[:MaxMetadataLen]
-	}
-	a.req = acquireReq{token: newToken(), ttl: cfg.ttl, owner: c.cfg.owner, meta: meta, ownerBoxed: c.ownerArg}
-
+	a := &acquisition{} // filled in place: returning it from begin would move it to the heap
+	c.begin(a, ctx, key, n, cfg, try, 0, 0)
 	switch {
 	case try:
 		err = a.once()
@@ -159,9 +144,39 @@ func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acq
 	default:
 		err = a.wait()
 	}
+	return a.end(err)
+}
+
+// begin starts one acquire of key (names n) with settings cfg in a: its
+// AcquireInfo, the Observer's start and holder metadata, the wait budget
+// and the request its attempts send. m and limit: what a shared lock's
+// attempts ask for (0, 0 for a mutex).
+func (c *Client) begin(a *acquisition, ctx context.Context, key string, n redisNames, cfg acquireConfig, try bool, m sharedMode, limit int) {
+	*a = acquisition{c: c, ctx: ctx, key: key, names: n, cfg: cfg}
+	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify", Owner: c.cfg.owner, Kind: m.kind(), Limit: limit}
+	switch {
+	case try:
+		a.info.Strategy = "try"
+	case cfg.noWait:
+		a.info.Strategy = "nowait"
+	case cfg.wait > 0:
+		a.budget = a.info.Start.Add(cfg.wait)
+	}
+	a.octx = c.obs.AcquireStart(ctx, a.info)
+	meta := c.obs.HolderMetadata(a.octx, a.info)
+	if len(meta) > MaxMetadataLen {
+		meta = meta[:MaxMetadataLen]
+	}
+	a.req = acquireReq{token: newToken(), ttl: cfg.ttl, owner: c.cfg.owner, meta: meta, ownerBoxed: c.ownerArg, mode: m, limit: limit}
+}
+
+// end tells the Observer how the acquire ended (err: how it failed) and
+// returns the lease when it succeeded.
+func (a *acquisition) end(err error) (*Lease, error) {
+	c := a.c
 	if err != nil {
 		c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
-			Outcome: Classify(ctx, err), Attempts: a.attempts, Waited: time.Since(a.info.Start), Holder: a.holder, Err: err,
+			Outcome: Classify(a.ctx, err), Attempts: a.attempts, Waited: time.Since(a.info.Start), Holder: a.holder, Err: err,
 		})
 		return nil, err
 	}

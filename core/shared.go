@@ -202,22 +202,8 @@ func (c *Client) acquireSharedFrom(ctx context.Context, key string, m sharedMode
 	if outer := c.heldIn(ctx, n.key); outer != nil {
 		return nil, fmt.Errorf("%w: %q (%s)", ErrWouldDeadlock, key, m.kind())
 	}
-	a := &acquisition{c: c, ctx: ctx, key: key, names: n, cfg: cfg}
-	a.info = AcquireInfo{Key: key, Name: cfg.name, Wait: cfg.wait, Start: time.Now(), Strategy: "notify", Owner: c.cfg.owner, Kind: m.kind(), Limit: limit}
-	switch {
-	case try:
-		a.info.Strategy = "try"
-	case cfg.noWait:
-		a.info.Strategy = "nowait"
-	case cfg.wait > 0:
-		a.budget = a.info.Start.Add(cfg.wait)
-	}
-	a.octx = c.obs.AcquireStart(ctx, a.info)
-	meta := c.obs.HolderMetadata(a.octx, a.info)
-	if len(meta) > MaxMetadataLen {
-		meta = meta[:MaxMetadataLen]
-	}
-	a.req = acquireReq{token: newToken(), ttl: cfg.ttl, owner: c.cfg.owner, meta: meta, ownerBoxed: c.ownerArg, mode: m, limit: limit}
+	a := &acquisition{}
+	c.begin(a, ctx, key, n, cfg, try, m, limit)
 	if try || cfg.noWait {
 		var ok bool
 		if ok, err = a.attempt(a.octx); err == nil && !ok {
@@ -227,16 +213,7 @@ func (c *Client) acquireSharedFrom(ctx context.Context, key string, m sharedMode
 		a.req.wait = true
 		err = a.waitShared()
 	}
-	if err != nil {
-		c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
-			Outcome: Classify(ctx, err), Attempts: a.attempts, Waited: time.Since(a.info.Start), Holder: a.holder, Err: err,
-		})
-		return nil, err
-	}
-	hctx := c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
-		Outcome: OutcomeAcquired, Attempts: a.attempts, Waited: time.Since(a.info.Start), Token: a.fence,
-	})
-	return a.lease(hctx)
+	return a.end(err)
 }
 
 // waitShared attempts until the shared lock is granted. Between attempts

@@ -110,7 +110,7 @@ func TestSharedOptionCases(t *testing.T) {
 		if tc.NoWait {
 			opts = append(opts, ginlock.NoWait())
 		}
-		opts = append(opts, ginlockSharedKinds(tc)...)
+		opts = append(opts, adapttest.KindOptions(tc, ginlock.Limit, ginlock.ReadSide, ginlock.WriteSide, func() ginlock.Option { return ginlock.Key(ginlock.Const("k2")) })...)
 		client := c
 		if tc.NoClient {
 			client = nil
@@ -283,23 +283,4 @@ func TestLeaseWithoutMiddleware(t *testing.T) {
 	if _, ok := ginlock.Lease(c); ok {
 		t.Fatal("Lease on an unlocked request")
 	}
-}
-
-// ginlockSharedKinds are the options of an option case's limit, read/write
-// side and extra keys.
-func ginlockSharedKinds(tc adapt.OptionCase) []ginlock.Option {
-	var opts []ginlock.Option
-	if tc.Limit != 0 {
-		opts = append(opts, ginlock.Limit(tc.Limit))
-	}
-	switch tc.RW {
-	case adapt.RWRead:
-		opts = append(opts, ginlock.ReadSide())
-	case adapt.RWWrite:
-		opts = append(opts, ginlock.WriteSide())
-	}
-	for range tc.Keys - 1 {
-		opts = append(opts, ginlock.Key(ginlock.Const("k2")))
-	}
-	return opts
 }

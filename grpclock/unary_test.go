@@ -509,7 +509,7 @@ func TestSharedOptionCases(t *testing.T) {
 				if tc.NoWait {
 					opts = append(opts, grpclock.NoWait())
 				}
-				opts = append(opts, grpclockSharedKinds(tc)...)
+				opts = append(opts, adapttest.KindOptions(tc, grpclock.Limit, grpclock.ReadSide, grpclock.WriteSide, func() grpclock.Option { return grpclock.Key(grpclock.Const("k2")) })...)
 				client := c
 				if tc.NoClient {
 					client = nil
@@ -521,23 +521,4 @@ func TestSharedOptionCases(t *testing.T) {
 			})
 		})
 	}
-}
-
-// grpclockSharedKinds are the options of an option case's limit, read/write
-// side and extra keys.
-func grpclockSharedKinds(tc adapt.OptionCase) []grpclock.Option {
-	var opts []grpclock.Option
-	if tc.Limit != 0 {
-		opts = append(opts, grpclock.Limit(tc.Limit))
-	}
-	switch tc.RW {
-	case adapt.RWRead:
-		opts = append(opts, grpclock.ReadSide())
-	case adapt.RWWrite:
-		opts = append(opts, grpclock.WriteSide())
-	}
-	for range tc.Keys - 1 {
-		opts = append(opts, grpclock.Key(grpclock.Const("k2")))
-	}
-	return opts
 }

@@ -27,7 +27,7 @@ func TestSharedOptionCases(t *testing.T) {
 		if tc.NoWait {
 			opts = append(opts, httplock.NoWait())
 		}
-		opts = append(opts, httplockSharedKinds(tc)...)
+		opts = append(opts, adapttest.KindOptions(tc, httplock.Limit, httplock.ReadSide, httplock.WriteSide, func() httplock.Option { return httplock.Key(httplock.Const("k2")) })...)
 		client := c
 		if tc.NoClient {
 			client = nil
@@ -53,23 +53,4 @@ func TestNewPanicsWithoutAKey(t *testing.T) {
 			f()
 		})
 	}
-}
-
-// httplockSharedKinds are the options of an option case's limit, read/write
-// side and extra keys.
-func httplockSharedKinds(tc adapt.OptionCase) []httplock.Option {
-	var opts []httplock.Option
-	if tc.Limit != 0 {
-		opts = append(opts, httplock.Limit(tc.Limit))
-	}
-	switch tc.RW {
-	case adapt.RWRead:
-		opts = append(opts, httplock.ReadSide())
-	case adapt.RWWrite:
-		opts = append(opts, httplock.WriteSide())
-	}
-	for range tc.Keys - 1 {
-		opts = append(opts, httplock.Key(httplock.Const("k2")))
-	}
-	return opts
 }

@@ -89,3 +89,23 @@ func CoreCycle(b *testing.B, c *core.Client, parts ...string) func() {
 		}
 	}
 }
+
+// KindOptions are an adapter's options for tc's Limit, read/write side
+// and extra keys, from the adapter's own constructors (read and write may
+// be nil for an adapter without that side).
+func KindOptions[O any](tc adapt.OptionCase, limit func(int) O, read, write, extraKey func() O) []O {
+	var opts []O
+	if tc.Limit != 0 {
+		opts = append(opts, limit(tc.Limit))
+	}
+	switch {
+	case tc.RW == adapt.RWRead && read != nil:
+		opts = append(opts, read())
+	case tc.RW == adapt.RWWrite && write != nil:
+		opts = append(opts, write())
+	}
+	for range tc.Keys - 1 {
+		opts = append(opts, extraKey())
+	}
+	return opts
+}

@@ -50,6 +50,24 @@ type Route struct {
 	Handler  Handler
 }
 
+// kindOptions are a functional-options adapter's options for rt's Limit
+// and read/write mode, from its constructors.
+func kindOptions[O any](rt Route, limit func(int) O, byMethod, read, write func() O) []O {
+	var opts []O
+	if rt.Limit > 0 {
+		opts = append(opts, limit(rt.Limit))
+	}
+	switch rt.RW {
+	case adapt.RWByMethod:
+		opts = append(opts, byMethod())
+	case adapt.RWRead:
+		opts = append(opts, read())
+	case adapt.RWWrite:
+		opts = append(opts, write())
+	}
+	return opts
+}
+
 // rwNames are the echo configs' ReadWrite values.
 var rwNames = map[adapt.RW]string{adapt.RWByMethod: "method", adapt.RWRead: "read", adapt.RWWrite: "write"}
 
@@ -117,17 +135,7 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 			})...))
 		}
 		opts = append(opts, ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL))
-		if rt.Limit > 0 {
-			opts = append(opts, ginlock.Limit(rt.Limit))
-		}
-		switch rt.RW {
-		case adapt.RWByMethod:
-			opts = append(opts, ginlock.ReadWrite())
-		case adapt.RWRead:
-			opts = append(opts, ginlock.ReadSide())
-		case adapt.RWWrite:
-			opts = append(opts, ginlock.WriteSide())
-		}
+		opts = append(opts, kindOptions(rt, ginlock.Limit, ginlock.ReadWrite, ginlock.ReadSide, ginlock.WriteSide)...)
 		if rt.NoWait {
 			opts = append(opts, ginlock.NoWait())
 		}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
 	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
@@ -35,17 +34,7 @@ func httplockOf(t testing.TB, client *core.Client, rt Route) http.Handler {
 		})...))
 	}
 	opts = append(opts, httplock.Wait(rt.Wait), httplock.TTL(rt.TTL))
-	if rt.Limit > 0 {
-		opts = append(opts, httplock.Limit(rt.Limit))
-	}
-	switch rt.RW {
-	case adapt.RWByMethod:
-		opts = append(opts, httplock.ReadWrite())
-	case adapt.RWRead:
-		opts = append(opts, httplock.ReadSide())
-	case adapt.RWWrite:
-		opts = append(opts, httplock.WriteSide())
-	}
+	opts = append(opts, kindOptions(rt, httplock.Limit, httplock.ReadWrite, httplock.ReadSide, httplock.WriteSide)...)
 	if rt.NoWait {
 		opts = append(opts, httplock.NoWait())
 	}
