@@ -18,7 +18,9 @@ import (
 // redis-server (no compared peer library has a semaphore or a read/write
 // lock). "uncontended" is one goroutine's acquire + release cycle;
 // redis-us/cycle the server's own time for it (INFO commandstats of the
-// scripts). "8-on-1-key" is 8 goroutines of one Client on one key with a
+// scripts). The 3-keys rows take three locks: one Acquire after another,
+// or AcquireAll (one script to take them, their releases side by side).
+// "8-on-1-key" is 8 goroutines of one Client on one key with a
 // 200µs critical section: the mutex and the write side serialise them, a
 // semaphore of 4 or the read side admit several at once (max-inside).
 func BenchmarkPrimitives(b *testing.B) {
@@ -126,5 +128,30 @@ func kinds(c *core.Client, rdb *redis.Client) []primKind {
 		{name: "semaphore-4", limit: 4, hold: leaseHold(func(ctx context.Context, k string) (*core.Lease, error) { return c.Semaphore(k, 4).Acquire(ctx) })},
 		{name: "read", limit: 8, hold: leaseHold(func(ctx context.Context, k string) (*core.Lease, error) { return c.RWLock(k).RLock(ctx) })},
 		{name: "write", limit: 1, hold: leaseHold(func(ctx context.Context, k string) (*core.Lease, error) { return c.RWLock(k).Lock(ctx) })},
+		{name: "3-keys-one-by-one", limit: 1, hold: func(ctx context.Context, key string, fn func()) error {
+			var ls []*core.Lease
+			for _, k := range []string{key + ":1", key + ":2", key + ":3"} {
+				l, err := c.Acquire(ctx, k)
+				if err != nil {
+					return err
+				}
+				ls = append(ls, l)
+			}
+			fn()
+			for _, l := range ls {
+				if err := l.Release(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{name: "3-keys-AcquireAll", limit: 1, hold: func(ctx context.Context, key string, fn func()) error {
+			m, err := c.AcquireAll(ctx, []string{key + ":1", key + ":2", key + ":3"})
+			if err != nil {
+				return err
+			}
+			fn()
+			return m.Release(ctx)
+		}},
 	}
 }

@@ -446,11 +446,18 @@ func notStarved(t *testing.T, reader bool) {
 		defer mu.Unlock()
 		return len(grants) >= 8
 	})
+	asked := time.Now()
 	w, err := take(waiterC, reader, core.Wait(5*time.Second))
+	waited := time.Since(asked)
 	close(stop)
 	if err != nil {
 		wg.Wait()
 		t.Fatalf("starved by the stream: %v", err)
+	}
+	// Within the holds in flight (30ms each) plus a hand-off: a loose bound
+	// on a loaded machine, far below the 5s a starved waiter would take.
+	if waited > 2*time.Second {
+		t.Errorf("waited %v behind a stream of %v holds", waited, hold)
 	}
 	wfence := w.Token()
 	_ = w.Release(ctx)
