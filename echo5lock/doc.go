@@ -8,7 +8,9 @@
 //	e.POST("/orders/:id/refund", refund, lockOrder) // same key "order:<id>"
 //
 // Config holds the other settings (Wait, NoWait, TTL, FailOpen, the
-// answers); its ToMiddleware returns a configuration error (matching
+// answers, and the kind of lock: Limit for a semaphore of Limit per key,
+// answered 429 when full; ReadWrite for a read/write lock; Keys for several
+// keys taken together); its ToMiddleware returns a configuration error (matching
 // core.ErrInvalidOption) where New and NewWithConfig panic:
 //
 //	lockOrder, err := echo5lock.Config{Client: client, KeyParts: "const:order,param:id", NoWait: true}.ToMiddleware()

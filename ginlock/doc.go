@@ -22,6 +22,12 @@
 // front) or gin-contrib/timeout answering early never strand it, and the
 // lock is held for as long as the handler runs.
 //
+// Instead of a mutex, Limit(n) admits n requests of a key at once (429 +
+// Retry-After past the wait budget), ReadWrite() takes the read side of a
+// read/write lock for GET and HEAD and the write side otherwise
+// (ReadSide/WriteSide: one side always), and Key given more than once locks
+// several resources together, all or nothing (a transfer's two accounts).
+//
 // Outcomes are core.Outcome, answered as package httplock maps them (the
 // same in every HTTP adapter): 409 + Retry-After when another request was
 // seen holding the lock past the wait budget, 503 + Retry-After when Redis is unreachable

@@ -46,6 +46,7 @@ at construction.
 # Outcomes
 
 	seen held past the wait budget (or NoWait)   codes.Aborted + RetryInfo + grpc-retry-pushback-ms trailer
+	every permit of a Limit held, the same      codes.ResourceExhausted + retry hint
 	Redis unreachable or not answering
 	within the wait budget, fail-closed         codes.Unavailable + retry hint
 	the same, FailOpen()                        the handler runs unlocked; the Client's Observer is told
@@ -56,9 +57,10 @@ at construction.
 
 Each row is a core.Outcome (Rejection.Outcome), the taxonomy every lockkit
 adapter answers by; Code is the one mapping of outcomes to gRPC codes. The
-options (Wait, NoWait, TTL, ReleaseTimeout, FailOpen, AcquireOptions) are
-validated exactly as in the HTTP adapters, and OnReleaseError hears of a
-lease lost while the handler ran.
+options (Wait, NoWait, TTL, ReleaseTimeout, FailOpen, AcquireOptions, and
+the kind of lock: Limit, ReadSide, WriteSide, Key given more than once for
+several keys) are validated exactly as in the HTTP adapters, and
+OnReleaseError hears of a lease lost while the handler ran.
 
 The retry hint defaults to 1s (RetryAfter); the pushback trailer lets a
 stock gRPC client with a retry policy on ABORTED wait that long before its
