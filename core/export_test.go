@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -33,4 +34,15 @@ func WithClassicCluster() Option { return func(c *config) { c.classicCluster = t
 // RunAcquireAll runs acquireall.lua as is (tests of its idempotence).
 func RunAcquireAll(ctx context.Context, rdb redis.Scripter, keys []string, args ...any) ([]any, error) {
 	return acquireAllScript.Run(ctx, rdb, keys, args...).Slice()
+}
+
+// QueueStates describes every local queue of c (debugging).
+func QueueStates(c *Client) string {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	s := ""
+	for k, q := range c.queues {
+		s += fmt.Sprintf("%s held=%d waiters=%d streak=%d remote=%v inRedis=%v contended=%v\n", k, q.held, len(q.waiters), q.streak, q.remote, q.inRedis, q.contended)
+	}
+	return s
 }

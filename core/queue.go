@@ -147,8 +147,11 @@ type waiter struct {
 	req  acquireReq
 	// handing: a releaser is passing the lock to this waiter right now.
 	// abandoned: the waiter left meanwhile. grant: the hand-off succeeded.
-	handing, abandoned bool
-	grant              *grant
+	// wonWhileHanded: the waiter's own attempt took the lock while the
+	// hand-off was in flight (a head attempting on a wake-up while a lease
+	// of this Client held the key); finishHandoff counts it.
+	handing, abandoned, wonWhileHanded bool
+	grant                              *grant
 	// seen0 is the queue's seen count when the waiter queued; heldAtStart:
 	// a holder was known then (a lease of this Client, or the head waiting
 	// on a "held" answer).
@@ -223,6 +226,13 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 		q.held--
 		c.releaseLater(n, w.req.token)
 	case w.grant != nil: // counted and logged by finishHandoff
+	case acquired && w.handing:
+		// Its own attempt won while the releaser hands it the lock: the
+		// lock is w's either way, and finishHandoff settles the count
+		// (counting it here too would count one holder twice, and the
+		// queue would wait for a release that never comes).
+		w.wonWhileHanded = true
+		q.taken(h)
 	case acquired:
 		q.held++
 		q.taken(h)
@@ -292,10 +302,16 @@ func (c *Client) finishHandoff(rkey string, w *waiter, ok, remote bool, g grant)
 		w.grant = &g
 		q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: g.fence})
 		q.streak++
-		w.turn <- struct{}{}
+		poke(w.turn) // w may have left already (wonWhileHanded): never block
 		return false // held stays 1: the lock moved from one local lease to another
 	case ok:
 		giveBack = true
+	case w.wonWhileHanded:
+		// The hand-off failed (the releaser no longer held the lock) but w
+		// took it by its own attempt: w's count replaces the releaser's.
+		q.streak = 0
+		c.settle(rkey, q)
+		return false
 	}
 	q.held--
 	q.streak = 0
