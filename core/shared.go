@@ -66,7 +66,8 @@ func (m sharedMode) kind() string {
 // local deadline passes, released by Release. A holder that crashed frees
 // its permit when its TTL ends: every permit expires on its own on the
 // server. Waiting is by notification: each release wakes the waiters of the
-// key, which try again; they are not served in order.
+// key, which try again, and a permit that frees goes to the one that has
+// waited longest (in any process), not to a newcomer.
 //
 // Changing N is defined per attempt: an attempt is admitted when fewer
 // than its own N permits are held, whatever N the holders used. Raising N
@@ -219,8 +220,8 @@ func (c *Client) acquireSharedFrom(ctx context.Context, key string, m sharedMode
 // waitShared attempts until the shared lock is granted. Between attempts
 // it waits for a wake-up of the key (a release message, a (re)confirmed
 // subscription) or its fallback timer: the time until the first holder's
-// permit expires, and for a reader or writer at most queueRefresh, so its
-// mark (its place in the order) stays alive while it waits.
+// permit expires, and at most queueRefresh, so its mark (its place in the
+// order) stays alive while it waits.
 func (a *acquisition) waitShared() (err error) {
 	c := a.c
 	var budget <-chan struct{}
@@ -240,8 +241,8 @@ func (a *acquisition) waitShared() (err error) {
 		if sw != nil {
 			c.leaveShared(a.names.key, sw)
 		}
-		if err != nil && a.req.mode != modePermit && a.attempts > 0 {
-			c.releaseLater(a.names, a.req.token) // a reader or writer that gave up drops its mark
+		if err != nil && a.attempts > 0 {
+			c.releaseLater(a.names, a.req.token) // a waiter that gave up drops its mark
 		}
 	}()
 	var woken <-chan struct{}
@@ -265,9 +266,7 @@ func (a *acquisition) waitShared() (err error) {
 			}
 		}
 		retry := c.b.retryDelay(a.last)
-		if a.req.mode != modePermit {
-			retry = min(retry, queueRefresh(a.cfg.ttl)) // keeps its mark, and so its place
-		}
+		retry = min(retry, queueRefresh(a.cfg.ttl)) // keeps its mark, and so its place
 		if fallback == nil {
 			fallback = time.NewTimer(retry)
 		} else {

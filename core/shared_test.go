@@ -635,3 +635,50 @@ func TestSharedLocksAndTables(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return corehook.Tables(c)["subscriptions"] == 0 })
 	_ = held.Release(ctx)
 }
+
+// TestSemaphoreFIFO: when a permit frees, the waiter that has waited
+// longest gets it, even in another process and even when the other waiter
+// is woken by the same release (five times in a row: without the order
+// each would be a coin toss).
+func TestSemaphoreFIFO(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testkit.Context(t, 60*time.Second)
+	holder := newClient(t, srv)
+	r1, r2 := newRecorder(), newRecorder()
+	first, second := newClient(t, srv, core.WithObserver(r1)), newClient(t, srv, core.WithObserver(r2))
+	for round := range 5 {
+		h, err := holder.Semaphore("fifo", 1).Acquire(ctx, core.TTL(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		type got struct {
+			who string
+			l   *core.Lease
+			err error
+		}
+		done := make(chan got, 2)
+		wait := func(who string, c *core.Client, rec *recorder) {
+			before := func() int { _, n, _, _ := rec.snapshot(); return n }()
+			go func() {
+				l, err := c.Semaphore("fifo", 1).Acquire(ctx)
+				done <- got{who, l, err}
+			}()
+			testkit.WaitFor(t, 10*time.Second, who+" refused", func() bool { _, n, _, _ := rec.snapshot(); return n > before })
+		}
+		wait("first", first, r1)
+		wait("second", second, r2)
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		g := testkit.Recv(t, done, 10*time.Second, "a waiter's permit")
+		if g.err != nil || g.who != "first" {
+			t.Fatalf("round %d: %s got the permit first (%v), want the one waiting longest", round, g.who, g.err)
+		}
+		_ = g.l.Release(ctx)
+		g = testkit.Recv(t, done, 10*time.Second, "the second waiter's permit")
+		if g.err != nil {
+			t.Fatal(g.err)
+		}
+		_ = g.l.Release(ctx)
+	}
+}

@@ -13,13 +13,18 @@
 --          caller that will not wait (TryLock, NoWait) leaves none
 --
 -- The hash has, per holder, p<token> = "<expiry ms>:<fence>:<mode>" and
--- d<token> = "<owner id>\n<metadata>"; per waiting writer x<token> and per
--- waiting reader y<token> = "<expiry ms>:<seq>:<owner id>"; n the last
+-- d<token> = "<owner id>\n<metadata>"; per waiting writer x<token>, per
+-- waiting reader y<token> and per waiter for a permit z<token> =
+-- "<expiry ms>:<seq>:<owner id>"; n the last
 -- waiting sequence number; f the last fencing token; r the last released
 -- token. A holder whose expiry passed is gone (a crashed holder's permit
 -- frees itself by expiry, like a mutex's key), and so is a mark: entries
 -- are dropped when an attempt meets them. The hash lives as long as its
 -- longest entry.
+--
+-- Waiters for a permit are served in the order they started waiting (z
+-- marks, like the sides' below): a permit that frees goes to the one
+-- waiting longest, not to a newcomer or a luckier waiter.
 --
 -- Readers and writers are served in the order they started waiting (their
 -- seq, taken at their first refusal and kept by every later attempt while
@@ -44,7 +49,7 @@ local mode, ttl = ARGV[5], tonumber(ARGV[2])
 local live, writer, mine, last = 0, false, nil, nil
 local first, firstExp, firstFence = nil, nil, nil
 local myMark, myseq = nil, nil
-local wq, rq = nil, nil -- the longest-waiting other writer / reader: {seq, exp, owner}
+local wq, rq, sq = nil, nil, nil -- the longest-waiting other writer / reader / permit: {seq, exp, owner}
 local gone, maxExp = {}, 0
 for i = 1, #all, 2 do
   local k, v = all[i], all[i + 1]
@@ -66,7 +71,7 @@ for i = 1, #all, 2 do
       if exp > maxExp then maxExp = exp end
       if not first or exp < firstExp then first, firstExp, firstFence = tok, exp, fence end
     end
-  elseif c == 'x' or c == 'y' then
+  elseif c == 'x' or c == 'y' or c == 'z' then
     local exp, seq, owner = string.match(v, '^(%d+):(%d+):(.*)$')
     exp, seq = tonumber(exp), tonumber(seq)
     if exp < now then
@@ -79,6 +84,7 @@ for i = 1, #all, 2 do
       local w = {seq, exp, owner}
       if c == 'x' and (not wq or seq < wq[1]) then wq = w end
       if c == 'y' and (not rq or seq < rq[1]) then rq = w end
+      if c == 'z' and (not sq or seq < sq[1]) then sq = w end
     end
   end
 end
@@ -100,7 +106,8 @@ if mine then -- a re-send, or a renewal that raced: refresh, same fence
 end
 local ok, blocker
 if mode == 's' then
-  ok = live < tonumber(ARGV[6])
+  ok = live < tonumber(ARGV[6]) and not ahead(sq)
+  blocker = ahead(sq) and sq
 elseif mode == 'r' then
   ok = not writer and not ahead(wq)
   blocker = ahead(wq) and wq
@@ -118,10 +125,10 @@ if ok then
   keep(now + ttl)
   return tonumber(fence)
 end
-if mode ~= 's' and tonumber(ARGV[7]) > 0 then -- queue, or keep the place
+if tonumber(ARGV[7]) > 0 then -- queue, or keep the place
   local exp = now + tonumber(ARGV[7])
   local seq = myseq or redis.call('HINCRBY', KEYS[1], 'n', 1)
-  local f = (mode == 'w' and 'x' or 'y') .. ARGV[1]
+  local f = (mode == 'w' and 'x' or (mode == 'r' and 'y' or 'z')) .. ARGV[1]
   redis.call('HSET', KEYS[1], f, exp .. ':' .. seq .. ':' .. ARGV[3])
   keep(exp)
 end

@@ -30,7 +30,7 @@ end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
   return 1
 end
-if redis.call('HDEL', KEYS[1], 'x' .. ARGV[1], 'y' .. ARGV[1]) == 1 then
+if redis.call('HDEL', KEYS[1], 'x' .. ARGV[1], 'y' .. ARGV[1], 'z' .. ARGV[1]) == 1 then
   -- a waiter left the queue: those it held back may go
   redis.call(ARGV[4], ARGV[2], 'released')
 end
