@@ -86,7 +86,7 @@
 // contention. Classify turns an acquire error into an Outcome, the one
 // taxonomy the Observer, otellock and every adapter use.
 //
-// # Limits, readers and writers
+// # Limits, readers and writers, several keys
 //
 // Client.Semaphore(key, n) admits at most n leases of key at once (a
 // per-key concurrency limit; a refusal classifies as OutcomeLimited), and
@@ -97,6 +97,12 @@
 // Their tokens order grants but do not exclude, since holders are
 // concurrent. Both need a single primary or a cluster: on a Redlock Client
 // they return ErrUnsupported.
+//
+// AcquireAll takes several keys all or nothing, in one canonical order so
+// that requests naming the same keys in different orders never deadlock:
+// one round trip when the locks share a server or a cluster slot, else one
+// key at a time with rollback. Its MultiLease ends as soon as any of its
+// leases does.
 //
 // # Redlock and replicas
 //
