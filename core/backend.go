@@ -52,12 +52,20 @@ type acquireReq struct {
 	// a permit of limit, the read side or the write side.
 	mode  sharedMode
 	limit int
-	wait  bool // a writer that will wait: a refusal leaves its mark
+	// wait: the attempt is a waiter's (Acquire's head), not TryAcquire's
+	// or NoWait's. A refused shared writer then leaves its mark; a refused
+	// Redlock waiter asks for the release message (notifyOnly).
+	wait bool
 	// queue is the id of the caller Client's local queue for the lock, under
 	// which the lock's wait queue in Redis knows it ("" for a caller that
-	// does not wait there: TryAcquire, NoWait, Redlock).
+	// does not wait: TryAcquire, NoWait; notifyOnly for a Redlock waiter).
 	queue string
 }
+
+// notifyOnly is the queue id of a waiter that has no place in the lock's
+// wait queue (Redlock): its refusal only flags the lock, so that the
+// release announces itself (release.lua publishes nothing when nobody waits).
+const notifyOnly = "*"
 
 func (r *acquireReq) ownerArg() any {
 	if r.ownerBoxed != nil {

@@ -129,7 +129,12 @@ func allStats(t *testing.T, cl *redistest.Cluster) map[*redistest.Server]map[str
 }
 
 // releases runs n acquire/release cycles of key on c.
-func releases(t *testing.T, c *core.Client, key string, n int) {
+// releases runs n rounds on key: c acquires, a waiter of w (another
+// Client, standing for another process) is refused twice, the second time
+// queued in Redis behind it, c releases, handing the lock to the waiter, which releases it
+// with nobody waiting. Each round is one announced release: release.lua
+// publishes only when someone waits.
+func releases(t *testing.T, c, w *core.Client, key string, n int) {
 	t.Helper()
 	ctx := testkit.Context(t, 20*time.Second)
 	for range n {
@@ -137,7 +142,26 @@ func releases(t *testing.T, c *core.Client, key string, n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		refused := make(chan struct{}, 2)
+		done := make(chan error, 1)
+		go func() {
+			wl, err := w.Acquire(context.WithValue(ctx, signalKey{}, refused), key)
+			if err == nil {
+				err = wl.Release(ctx)
+			}
+			done <- err
+		}()
+		for range 2 { // the second refusal follows its subscription: it is queued
+			select {
+			case <-refused:
+			case err := <-done:
+				t.Fatalf("the waiter was not refused twice: %v", err)
+			}
+		}
 		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,9 +184,11 @@ func testClusterShardedDelivery(t *testing.T, cl *redistest.Cluster) {
 	// measure runs the releases on c and returns every node's counters'
 	// increase, once the nodes of reach got the n messages over the bus
 	// (asynchronously): then every node that was going to get one has it.
-	measure := func(c *core.Client, counter string, reach []*redistest.Server) map[*redistest.Server]map[string]int64 {
+	measure := func(counter string, reach []*redistest.Server, opts ...core.Option) map[*redistest.Server]map[string]int64 {
+		c := testkit.Client(t, cl.NewClient(), opts...)
+		w := testkit.Client(t, cl.NewClient(), append(opts, core.WithObserver(signaller{}))...)
 		before := allStats(t, cl)
-		releases(t, c, key, n)
+		releases(t, c, w, key, n)
 		for _, s := range reach {
 			testkit.WaitFor(t, 10*time.Second, s.Addr()+"'s "+counter, func() bool {
 				return nodeStats(t, s)[counter]-before[s][counter] >= n
@@ -179,7 +205,7 @@ func testClusterShardedDelivery(t *testing.T, cl *redistest.Cluster) {
 		return d
 	}
 
-	sharded := measure(testkit.Client(t, cl.NewClient()), "cluster_stats_messages_publishshard_received", []*redistest.Server{replica})
+	sharded := measure("cluster_stats_messages_publishshard_received", []*redistest.Server{replica})
 	for s, d := range sharded {
 		wantSpub, wantRecv := int64(0), int64(0)
 		switch s {
@@ -201,7 +227,7 @@ func testClusterShardedDelivery(t *testing.T, cl *redistest.Cluster) {
 			others = append(others, s)
 		}
 	}
-	classic := measure(testkit.Client(t, cl.NewClient(), core.WithClassicCluster()), "cluster_stats_messages_publish_received", others)
+	classic := measure("cluster_stats_messages_publish_received", others, core.WithClassicCluster())
 	delivered := int64(0)
 	for s, d := range classic {
 		wantPub, wantRecv := int64(0), int64(n)

@@ -71,6 +71,8 @@ const (
 //	w  owner id of the holder        m  holder metadata (Observer)
 //	r  last released (or handed-off) owner token: a re-sent release answers the same
 //	qh, qt, q<seq>, i<queue id>  the wait queue of processes (acquire.lua), while any wait
+//	n  set by a waiter that has no place in the wait queue (Redlock): the
+//	   release announces itself; without n or queue entries it sends nothing
 //
 // It has the lease's TTL while held and fenceKeep once released. One lock is one
 // Redis key, so all of its state lives in one cluster hash slot whatever braces

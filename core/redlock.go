@@ -108,7 +108,12 @@ func (q *quorum) all() []int {
 
 func (q *quorum) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
 	start := time.Now()
-	r.queue = "" // no wait queue in Redis: a grant would need a majority round of its own
+	// No place in the wait queue: a grant would need a majority round of
+	// its own. A waiter's refusal asks for the release message instead.
+	r.queue = ""
+	if r.wait {
+		r.queue = notifyOnly
+	}
 	res := fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (acquireReply, error) {
 		return p.acquire(ctx, n, r)
 	})

@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,5 +139,76 @@ func TestWaiterSurvivesLostMessage(t *testing.T) {
 		rec.mu.Lock()
 		rec.contended = rec.contended[:0]
 		rec.mu.Unlock()
+	}
+}
+
+// publishCalls is how many PUBLISH commands srv ran since its stats were
+// reset (INFO commandstats counts those a script calls too).
+func publishCalls(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	info, err := srv.Client.Info(testkit.Context(t, 5*time.Second), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_publish:calls="); ok {
+			n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+			return n
+		}
+	}
+	return 0
+}
+
+// A release announces itself only when someone waits in Redis: the
+// uncontended cycle, the common one, sends no message (Redis's own count),
+// and a release with a waiter of another Client queued sends exactly one,
+// which wakes the waiter (three attempts, as in TestWaiterWokenByReleaseMessage).
+func TestReleaseAnnouncedOnlyToWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	rec := newRecorder()
+	waiter := newClient(t, srv, core.WithObserver(rec))
+	ctx := testkit.Context(t, 15*time.Second)
+	if err := srv.Client.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		l, err := c.Acquire(ctx, "quiet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := publishCalls(t, srv); n != 0 {
+		t.Fatalf("%d messages for 20 releases nobody waited for, want none", n)
+	}
+
+	l, err := c.Acquire(ctx, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := startWaiter(ctx, waiter, "quiet")
+	testkit.WaitFor(t, 10*time.Second, "two contended attempts", func() bool {
+		_, contended, _, _ := rec.snapshot()
+		return contended >= 2
+	})
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.Recv(t, res, 10*time.Second, "the waiter")
+	if r.err != nil {
+		t.Fatalf("waiter: %v", r.err)
+	}
+	if err := r.l.Release(ctx); err != nil { // nobody waits: no message
+		t.Fatal(err)
+	}
+	if n := publishCalls(t, srv); n != 1 {
+		t.Fatalf("%d messages, want 1: the release the waiter waited for", n)
+	}
+	end := testkit.Recv(t, rec.endCh, 10*time.Second, "the waiter's AcquireEnd")
+	if end.Outcome != core.OutcomeAcquired || end.Attempts != 3 {
+		t.Fatalf("waiter outcome %v after %d attempts, want acquired after 3 (woken by the message)", end.Outcome, end.Attempts)
 	}
 }

@@ -7,7 +7,9 @@
 -- ARGV[3]  owner id (WithOwner)
 -- ARGV[4]  holder metadata (Observer)
 -- ARGV[5]  queue id: the caller Client's wait queue for this lock ('' for a
---          caller that does not wait: TryAcquire, NoWait, Redlock)
+--          caller that does not wait: TryAcquire, NoWait; '*' for one that
+--          waits for the release message without a place in the queue:
+--          Redlock, whose refusal sets the lock's field n instead)
 -- ARGV[6]  queue entry lifetime (ms): an entry not refreshed by an attempt
 --          within it belongs to a dead waiter, and a release skips it
 -- ARGV[7]  grant TTL (ms): how long a release's grant to this queue waits
@@ -49,7 +51,9 @@ if o and o == ARGV[5] then
 end
 if o then
   local x = redis.call('HMGET', KEYS[1], 'w', 'm', 'qt')
-  if ARGV[5] ~= '' then
+  if ARGV[5] == '*' then
+    redis.call('HSET', KEYS[1], 'n', '1') -- someone waits: announce the release
+  elseif ARGV[5] ~= '' then
     local t = redis.call('TIME')
     local exp = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6])
     if h[3] then -- queued already: refresh the entry, keep the place

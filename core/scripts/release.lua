@@ -10,7 +10,13 @@
 --
 -- Returns 1 + the number of subscribers that got the release message when
 -- the token held the lock (1 when it had already released it: a re-sent
--- release), 0 when it did not. Only the owner's fields are removed; the last
+-- release, or when nobody waited), 0 when it did not.
+--
+-- The message goes out only when someone waits in Redis: the wait queue has
+-- entries, or a waiter without a place in it (Redlock, acquire.lua's '*')
+-- flagged the lock (field n). Every waiting head's refused attempt leaves
+-- one or the other in the same step as the refusal, so the uncontended
+-- release, the common one, publishes nothing. Only the owner's fields are removed; the last
 -- fencing token stays for ARGV[3] ms so the next holder's token is larger
 -- even within one microsecond of server time.
 --
@@ -31,7 +37,7 @@
 -- Leave: a queue id that is not the owner has its entry removed (its
 -- waiters gave up). A queue id that is the owner gives a grant back: the
 -- lock goes to the next entry, as for any release.
-local h = redis.call('HMGET', KEYS[1], 'o', 'qh', 'qt', 'f')
+local h = redis.call('HMGET', KEYS[1], 'o', 'qh', 'qt', 'f', 'n')
 if h[1] == ARGV[1] then
   local granted = false
   if h[2] then
@@ -64,12 +70,16 @@ if h[1] == ARGV[1] then
     end
     gone[#gone + 1] = 'w'
     gone[#gone + 1] = 'm'
+    gone[#gone + 1] = 'n'
     redis.call('HDEL', KEYS[1], unpack(gone))
   end
   if not granted then
-    redis.call('HDEL', KEYS[1], 'o', 'w', 'm')
+    redis.call('HDEL', KEYS[1], 'o', 'w', 'm', 'n')
     redis.call('HSET', KEYS[1], 'r', ARGV[1])
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  end
+  if not h[2] and not h[5] then
+    return 1 -- nobody waits in Redis: no message
   end
   return 1 + redis.call(ARGV[4], ARGV[2], granted and ('g:' .. granted) or 'released')
 end
