@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,7 +33,10 @@ type lockerSpec struct {
 	uncontendedOnly bool
 	// goRedis: round trips are counted with a go-redis hook (not for rueidis).
 	goRedis bool
-	mk      func(addr string, rtt *rttCounter) (Locker, error)
+	// topLevel names the commands the library sends, for a library whose
+	// client has no go-redis hook to record them (see serverTime).
+	topLevel []string
+	mk       func(addr string, rtt *rttCounter) (Locker, error)
 }
 
 const ttl = 10 * time.Second
@@ -67,7 +72,7 @@ var specs = []lockerSpec{
 	{name: "redislock-exp", goRedis: true, mk: func(addr string, rtt *rttCounter) (Locker, error) {
 		return newRedislock(addr, rtt, redislock.ExponentialBackoff(time.Millisecond, 64*time.Millisecond))
 	}},
-	{name: "rueidislock", mk: func(addr string, _ *rttCounter) (Locker, error) {
+	{name: "rueidislock", topLevel: []string{"evalsha", "eval"}, mk: func(addr string, _ *rttCounter) (Locker, error) {
 		l, err := rueidislock.NewLocker(rueidislock.LockerOption{
 			ClientOption: rueidis.ClientOption{InitAddress: []string{addr}, DisableRetry: true},
 			KeyMajority:  1, // one Redis instance, as the rueidislock README says
@@ -176,13 +181,39 @@ func (l *bareLocker) Lock(ctx context.Context, key string) (func(context.Context
 }
 func (l *bareLocker) Close() { _ = l.rdb.Close() }
 
-// rttCounter counts round trips: one per command, one per pipeline.
-type rttCounter struct{ n atomic.Int64 }
+// rttCounter counts round trips: one per command, one per pipeline. It also
+// records the names of the commands sent, so that the server time of a run
+// counts what the library sent and not, a second time, the commands its
+// scripts call (see serverTime).
+type rttCounter struct {
+	n    atomic.Int64
+	sent sync.Map // lower-case command name → struct{}
+}
 
 func (c *rttCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (c *rttCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		c.sent.Store(strings.ToLower(cmd.Name()), struct{}{})
+		return next(ctx, cmd)
+	}
 }
 func (c *rttCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(1); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(1)
+		for _, cmd := range cmds {
+			c.sent.Store(strings.ToLower(cmd.Name()), struct{}{})
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// names is what the library sent, or the spec's list.
+func (c *rttCounter) names(sp lockerSpec) []string {
+	if len(sp.topLevel) > 0 {
+		return sp.topLevel
+	}
+	var out []string
+	c.sent.Range(func(k, _ any) bool { out = append(out, k.(string)); return true })
+	return out
 }

@@ -34,8 +34,12 @@ var scenarios = []scenario{
 
 // BenchmarkScenarios runs every scenario for every library against one
 // redis-server. Metrics per cycle (one acquire + critical section + release):
-// cycles/s, acquire wait p50/p99/max, Redis server CPU, round trips
-// (go-redis libraries) and allocations; every cycle is checked by an
+// cycles/s, acquire wait p50/p99/max, Redis server CPU (redis-cpu-us/cycle:
+// the process's user + system time, system calls included), Redis's own
+// time for the commands the library sent (redis-us/cycle: INFO
+// commandstats, see serverTime), round trips (go-redis libraries) and
+// allocations; BENCH_COMMANDSTATS=file appends each run's commandstats to
+// file; every cycle is checked by an
 // overlap witness and the benchmark fails on an overlap. With several
 // replicas (S6) also: min-share, the least-served replica's cycles over the
 // mean per replica (1 = even). With a critical section (S4–S6) also:
@@ -102,6 +106,9 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		held     atomic.Int64                        // critical sections, ns in all
 	)
 	rtt.n.Store(0)
+	if err := srv.Client.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
 	cpu0 := redisCPU(ctx, srv.Client)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -147,6 +154,10 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpu := redisCPU(ctx, srv.Client) - cpu0
+	stats, err := commandStats(ctx, srv.Client)
+	if err != nil {
+		b.Fatal(err)
+	}
 	if n := overlaps.Load(); n > 0 {
 		b.Fatalf("%s/%s: %d overlapping holders", sc.name, sp.name, n)
 	}
@@ -161,6 +172,10 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	b.ReportMetric(ms(percentile(waits, 0.99)), "p99-ms")
 	b.ReportMetric(ms(waits[len(waits)-1]), "max-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/cycles, "redis-cpu-us/cycle")
+	if f := os.Getenv("BENCH_COMMANDSTATS"); f != "" {
+		appendCommandStats(b, f, sc.name+"/"+sp.name, len(waits), srv.Client)
+	}
+	b.ReportMetric(float64(serverTime(stats, rtt.names(sp)))/float64(time.Microsecond)/cycles, "redis-us/cycle")
 	if sc.replicas > 1 {
 		least := served[0].Load()
 		for r := range served {

@@ -126,7 +126,7 @@ func main() {
 }
 
 func columns(rs []row) []string {
-	pref := []string{"cycles/s", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
+	pref := []string{"cycles/s", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "redis-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
 	seen := map[string]bool{}
 	for _, r := range rs {
 		for k := range r.metrics {
@@ -176,6 +176,10 @@ func ratioLine(rs []row) string {
 			parts = append(parts, fmt.Sprintf("Redis CPU per cycle %.2f× the best peer's", lk.metrics["redis-cpu-us/cycle"]/c))
 		}
 	}
+	if low := lowestPeer(rs, "redis-us/cycle"); low != nil && low.metrics["redis-us/cycle"] > 0 {
+		parts = append(parts, fmt.Sprintf("Redis's own time per cycle (commandstats) %.2f× the lowest peer's (%s, %.1f µs)",
+			lk.metrics["redis-us/cycle"]/low.metrics["redis-us/cycle"], low.sub, low.metrics["redis-us/cycle"]))
+	}
 	if bare != nil {
 		parts = append(parts, fmt.Sprintf("lockkit / bare SET NX + DEL: **%.2f×**", lk.metrics["cycles/s"]/bare.metrics["cycles/s"]))
 	}
@@ -192,6 +196,23 @@ func ratioLine(rs []row) string {
 		parts = append(parts, line+" (1 = even)")
 	}
 	return strings.Join(parts, "; ")
+}
+
+// lowestPeer is the peer (neither lockkit nor the bare floor) with the
+// smallest value of metric.
+func lowestPeer(rs []row, metric string) *row {
+	var low *row
+	for i := range rs {
+		r := &rs[i]
+		v, ok := r.metrics[metric]
+		if !ok || r.sub == "lockkit" || r.sub == "bare-setnx" {
+			continue
+		}
+		if low == nil || v < low.metrics[metric] {
+			low = r
+		}
+	}
+	return low
 }
 
 func fmtNum(v float64) string {
