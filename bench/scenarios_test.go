@@ -42,7 +42,10 @@ var scenarios = []scenario{
 // file; every cycle is checked by an
 // overlap witness and the benchmark fails on an overlap. With several
 // replicas (S6) also: min-share, the least-served replica's cycles over the
-// mean per replica (1 = even). With a critical section (S4–S6) also:
+// mean per replica (1 = even). Under contention also gap-p50-ms and
+// gap-p99-ms: from a holder beginning to release a key to the next holder
+// holding it (a release nobody took next is not a gap). With a critical
+// section (S4–S6) also:
 // ceiling-cycles/s, keys / (sleep + ping), the
 // most a lock handed on in one round trip could give, with its two inputs
 // measured before the timed part, each the median of 101: sleep-ms, what
@@ -104,6 +107,11 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		waits    = make([]time.Duration, 0, b.N)
 		served   = make([]atomic.Int64, sc.replicas) // cycles per replica
 		held     atomic.Int64                        // critical sections, ns in all
+		// released: per key, when its last holder began to release it (unix
+		// ns, 0 once the next holder took it); gaps: release begun → next
+		// holder holding, the hand-off as the application sees it.
+		released = make([]atomic.Int64, sc.keys)
+		gaps     = make([]time.Duration, 0, b.N)
 	)
 	rtt.n.Store(0)
 	if err := srv.Client.ConfigResetStat(ctx).Err(); err != nil {
@@ -121,6 +129,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 			r := w % sc.replicas
 			l := lockers[r]
 			local := make([]time.Duration, 0, b.N/sc.workers+1)
+			var localGaps []time.Duration
 			for next.Add(1) <= int64(b.N) {
 				cctx, cancel := context.WithTimeout(ctx, time.Minute)
 				t0 := time.Now()
@@ -134,12 +143,16 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 				if inside[k].Add(1) != 1 {
 					overlaps.Add(1)
 				}
+				if r := released[k].Swap(0); r != 0 {
+					localGaps = append(localGaps, time.Since(time.Unix(0, r)))
+				}
 				if sc.cs > 0 {
 					t1 := time.Now()
 					time.Sleep(sc.cs)
 					held.Add(int64(time.Since(t1)))
 				}
 				inside[k].Add(-1)
+				released[k].Store(time.Now().UnixNano())
 				_ = unlock(cctx)
 				cancel()
 				served[r].Add(1)
@@ -147,6 +160,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 			}
 			mu.Lock()
 			waits = append(waits, local...)
+			gaps = append(gaps, localGaps...)
 			mu.Unlock()
 		}()
 	}
@@ -176,6 +190,11 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		appendCommandStats(b, f, sc.name+"/"+sp.name, len(waits), srv.Client)
 	}
 	b.ReportMetric(float64(serverTime(stats, rtt.names(sp)))/float64(time.Microsecond)/cycles, "redis-us/cycle")
+	if sc.workers > sc.keys && len(gaps) > 0 {
+		sortDurations(gaps)
+		b.ReportMetric(ms(percentile(gaps, 0.5)), "gap-p50-ms")
+		b.ReportMetric(ms(percentile(gaps, 0.99)), "gap-p99-ms")
+	}
 	if sc.replicas > 1 {
 		least := served[0].Load()
 		for r := range served {
