@@ -94,8 +94,9 @@ type acquisition struct {
 	holder   Holder
 	last     acquireReply // the last contended reply
 	fence    int64
-	sent     time.Time // send time of the successful attempt
-	handoff  bool      // a lease of this Client handed the lock over
+	sent     time.Time       // send time of the successful attempt
+	handoff  bool            // a lease of this Client handed the lock over
+	pending  *pendingHandoff // ... and its script may still be on its way
 
 	// w is the acquisition's place in the local queue (waits only).
 	w *waiter
@@ -564,7 +565,7 @@ func (a *acquisition) granted(w *waiter) bool {
 	if g == nil {
 		return false
 	}
-	a.fence, a.sent, a.handoff = g.fence, g.sent, true
+	a.fence, a.sent, a.handoff, a.pending = g.fence, g.sent, true, g.p
 	return true
 }
 
@@ -646,6 +647,9 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
 	}
 	l.initCtx(hctx)
+	if a.pending != nil {
+		return c.pendingLease(l, a.pending)
+	}
 	if !c.ren.add(l, a.sent) { // Close ran meanwhile
 		l.state = stateClosed
 		l.cancel(ErrClosed)
@@ -653,6 +657,38 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 		c.localRelease(a.names.key)
 		c.releaseLater(a.names, a.req.token)
 		return nil, ErrClosed
+	}
+	return l, nil
+}
+
+// pendingLease schedules l, a lease handed over by a hand-off (p), and
+// returns it: with the releaser's deadline and no renewal until the reply
+// is in, confirmed at once if it is in already, lost if it said the
+// releaser no longer held the lock.
+func (c *Client) pendingLease(l *Lease, p *pendingHandoff) (*Lease, error) {
+	l.pending = p
+	c.qmu.Lock()
+	settled, ok := p.settled, p.ok
+	var added bool
+	if settled && ok {
+		added = c.ren.add(l, p.sent)
+	} else {
+		added = c.ren.addPending(l, p.deadline)
+		if added && !settled {
+			p.lease = l // finishHandoff confirms or loses it
+		}
+	}
+	c.qmu.Unlock()
+	if !added { // Close ran meanwhile
+		l.state = stateClosed
+		l.cancel(ErrClosed)
+		c.obs.Lost(l.ctx, l.info(), ErrClosed)
+		c.localRelease(l.names.key)
+		l.releaseLater()
+		return nil, ErrClosed
+	}
+	if settled && !ok {
+		l.lose(ErrLost)
 	}
 	return l, nil
 }

@@ -181,6 +181,9 @@ func (c *Client) releaseAll(leases []*Lease) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if err := l.awaitHandoff(ctx); errors.Is(err, ErrNotHeld) {
+				return // the hand-off that gave it was not confirmed: not ours
+			}
 			if _, err := c.b.release(ctx, l.names, l.token); err != nil {
 				mu.Lock()
 				errs = append(errs, unavailable("release", l.key, err))

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -29,6 +30,9 @@ type Lease struct {
 	mode       sharedMode // the side or permit a shared lease holds (0: mutex)
 	noRenew    bool
 	acquiredAt time.Time
+	// pending: the hand-off that gave this lease the lock, when it was
+	// granted before its reply (see pendingHandoff); nil otherwise.
+	pending *pendingHandoff
 
 	ctx    context.Context // &lctx
 	cancel context.CancelCauseFunc
@@ -204,9 +208,55 @@ func (l *Lease) lose(cause error) {
 	// Best effort, owner-checked: if the server still has our token (its
 	// expiry is later than our deadline, or Redis was only frozen), free it
 	// now rather than at its TTL. It never extends anything.
-	l.c.releaseLater(l.names, l.token)
+	l.releaseLater()
 	l.c.localRelease(l.names.key)
 	l.c.obs.Lost(l.ctx, l.info(), cause)
+}
+
+// releaseLater gives l's token back in the background (Client.releaseLater),
+// after the reply of the hand-off that gave l the lock when it is still on
+// its way: sent before it, the give-back could overtake the script that
+// gives the lock to l's token.
+func (l *Lease) releaseLater() {
+	p := l.pending
+	if p == nil {
+		l.c.releaseLater(l.names, l.token)
+		return
+	}
+	giveBack := func() {
+		if p.ok || p.maybe { // else the token never held the lock
+			l.c.releaseLater(l.names, l.token)
+		}
+	}
+	if handoffDone(p) {
+		giveBack()
+		return
+	}
+	go func() {
+		<-p.done
+		giveBack()
+	}()
+}
+
+// awaitHandoff waits, bounded by ctx, for the reply of the hand-off that
+// gave l the lock, if it is still on its way: whatever l sends to Redis
+// about the lock must follow that script. It returns ctx's error when ctx
+// ended first, and ErrNotHeld when the reply said the releaser no longer
+// held the lock (l is lost then).
+func (l *Lease) awaitHandoff(ctx context.Context) error {
+	p := l.pending
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if !p.ok {
+		return ErrNotHeld
+	}
+	return nil
 }
 
 // Release gives the lock up: renewal stops and the context ends at once,
@@ -233,8 +283,21 @@ func (l *Lease) Release(ctx context.Context) error {
 	// without deadline is a Redis that did not answer (ErrUnavailable).
 	bctx := l.bound.bound(ctx, c.cfg.releaseTimeout)
 	defer l.bound.end()
-	if w := c.pickHandoff(l.names.key); w != nil {
-		return l.handoff(ctx, bctx, w)
+	if err := l.awaitHandoff(bctx); err != nil {
+		l.releaseLater() // once the hand-off's reply is in, if the token may hold the lock
+		if !errors.Is(err, ErrNotHeld) {
+			err = c.callErr(ctx, "release", l.key, err)
+		} else {
+			err = fmt.Errorf("lockkit: release %q: %w (the hand-off that gave it was not confirmed)", l.key, ErrNotHeld)
+		}
+		c.localRelease(l.names.key)
+		c.obs.Released(l.ctx, l.info(), err)
+		return err
+	}
+	if bctx.Err() == nil { // a call that cannot be sent hands nothing over
+		if w, p := c.pickHandoff(l); w != nil {
+			return l.handoff(ctx, bctx, w, p)
+		}
 	}
 	ok, err := c.b.release(bctx, l.names, l.token)
 	c.localRelease(l.names.key)
@@ -248,26 +311,26 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// handoff passes the lock to w, the head of this Client's queue, in one
-// script: released and re-acquired in one round trip, nobody else woken.
-func (l *Lease) handoff(ctx, bctx context.Context, w *waiter) error {
+// handoff passes the lock to w, the head of this Client's queue, already
+// granted by pickHandoff: one script, released and re-acquired in one round
+// trip, nobody else woken, and w at work while it travels (pendingHandoff).
+func (l *Lease) handoff(ctx, bctx context.Context, w *waiter, p *pendingHandoff) error {
 	c := l.c
-	sent := time.Now()
 	rep, err := c.b.handoff(bctx, l.names, l.token, w.req)
-	ok := err == nil && rep.ok
-	if c.finishHandoff(l.names.key, w, ok, rep.queued, grant{fence: rep.fence, sent: sent}) {
-		c.releaseLater(l.names, w.req.token) // w left meanwhile
-	}
+	ok := err == nil && rep.ok && rep.fence == l.fence+1
+	c.finishHandoff(l.names, w, p, ok, err != nil && mayHaveRun(err), rep.queued)
 	switch {
 	case err != nil:
-		// Ambiguous: the lock may be ours, or w's (its own attempt then finds
-		// its token and takes it). Give ours back.
+		// Ambiguous: the lock may be ours, or w's (whose lease finishHandoff
+		// ended: a lease is only kept on a confirmed hand-off). Give ours back.
 		if mayHaveRun(err) {
 			c.releaseAfter(l.names, l.token, err)
 		}
 		err = c.callErr(ctx, "release", l.key, err)
-	case !ok:
+	case !rep.ok:
 		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)
+	case !ok:
+		err = fmt.Errorf("lockkit: release %q: hand-off answered fence %d, want %d", l.key, rep.fence, l.fence+1)
 	}
 	c.obs.Released(l.ctx, l.info(), err)
 	return err
@@ -300,6 +363,11 @@ func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	bctx, cancel := boundedCtx(ctx, c.cfg.releaseTimeout)
 	defer cancel()
+	if err := r.awaitHandoff(bctx); errors.Is(err, ErrNotHeld) {
+		return l.endedErr() // lost with the hand-off
+	} else if err != nil {
+		return c.callErr(ctx, "extend", l.key, err)
+	}
 	sent := time.Now()
 	ok, err := c.b.extend(bctx, r.names, r.token, ttl)
 	if err != nil {

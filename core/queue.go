@@ -51,7 +51,9 @@ func queueArgs(ttl time.Duration) (life, grant any) {
 // Redis, and only while no lease of this Client holds the lock, so a hot key
 // costs Redis O(1) commands per hand-off however many goroutines wait. When
 // a lease of this Client releases with a waiter queued, the lock is handed
-// to that waiter in one script (no second round trip, nobody else woken).
+// to that waiter in one script (no second round trip, nobody else woken),
+// and the waiter starts at once, while the script travels
+// (pendingHandoff): the round trip is off the lock's critical path.
 //
 // Across processes, the head's refused attempt puts the queue (its id) in
 // the lock's wait queue in Redis, one entry per process; a release grants
@@ -145,13 +147,9 @@ type waiter struct {
 	// the lock by a direct hand-off.
 	turn chan struct{}
 	req  acquireReq
-	// handing: a releaser is passing the lock to this waiter right now.
-	// abandoned: the waiter left meanwhile. grant: the hand-off succeeded.
-	// wonWhileHanded: the waiter's own attempt took the lock while the
-	// hand-off was in flight (a head attempting on a wake-up while a lease
-	// of this Client held the key); finishHandoff counts it.
-	handing, abandoned, wonWhileHanded bool
-	grant                              *grant
+	// grant: a releasing lease of this Client handed it the lock (the
+	// hand-off's reply may still be on its way: grant.p).
+	grant *grant
 	// seen0 is the queue's seen count when the waiter queued; heldAtStart:
 	// a holder was known then (a lease of this Client, or the head waiting
 	// on a "held" answer).
@@ -166,6 +164,45 @@ type waiter struct {
 type grant struct {
 	fence int64
 	sent  time.Time
+	p     *pendingHandoff
+}
+
+// pendingHandoff is a hand-off whose script is still on its way to Redis.
+// The receiver holds the lock from the moment it is granted: the
+// releaser's lease was valid, and until the script runs Redis has the lock
+// under the releaser's token, after it under the receiver's; both are this
+// process's, and the releaser has stopped. The receiver's fence is the
+// releaser's + 1, as the script sets it, and until the reply confirms the
+// hand-off its lease has the releaser's deadline and is not renewed; what
+// it sends to Redis about the lock (release, extend, the next hand-off)
+// waits for the reply, so it cannot overtake the script.
+type pendingHandoff struct {
+	done     chan struct{} // closed once the reply is in and acted on
+	deadline int64         // the releaser's deadline (ns since Client.epoch)
+	ttl      time.Duration // the receiver's TTL (for its confirmation)
+	sent     time.Time     // when the script was sent (about): the receiver's deadline counts from it
+	// Guarded by Client.qmu.
+	settled bool // the reply is in; ok: the receiver holds the lock in Redis
+	ok      bool
+	maybe   bool   // no reply, and the script may have run: the receiver's token may hold it
+	taken   bool   // the receiver took the grant (acquisition.granted)
+	claimed bool   // the receiver's acquire ended holding the lock (grant or own attempt)
+	left    bool   // the receiver gave up before the reply: give the token back on success
+	lease   *Lease // the receiver's lease, once scheduled with the releaser's deadline
+}
+
+// handoffDone reports whether the reply of the hand-off p is in (p nil:
+// there was none).
+func handoffDone(p *pendingHandoff) bool {
+	if p == nil {
+		return true
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (c *Client) queue(n redisNames) *keyQueue {
@@ -221,23 +258,24 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 	c.remove(q, w)
 	switch {
 	case w.grant != nil && !acquired:
-		// Granted, but the caller gave up at the same moment: give it back.
+		// Granted, but the caller gave up at the same moment: give it back
+		// (once the hand-off's reply is in, or the give-back could overtake
+		// the script that gives the lock to its token).
+		g := w.grant
 		w.grant = nil
 		q.held--
-		c.releaseLater(n, w.req.token)
-	case w.grant != nil: // counted and logged by finishHandoff
-	case acquired && w.handing:
-		// Its own attempt won while the releaser hands it the lock: the
-		// lock is w's either way, and finishHandoff settles the count
-		// (counting it here too would count one holder twice, and the
-		// queue would wait for a release that never comes).
-		w.wonWhileHanded = true
-		q.taken(h)
+		if g.p != nil && !g.p.settled {
+			g.p.left = true
+		} else {
+			c.releaseLater(n, w.req.token)
+		}
+	case w.grant != nil: // counted and logged by the hand-off
+		if w.grant.p != nil {
+			w.grant.p.claimed = true // by the grant, or its own attempt at the same time
+		}
 	case acquired:
 		q.held++
 		q.taken(h)
-	case w.handing:
-		w.abandoned = true // the releaser finishes the hand-off and gives it back
 	}
 	c.settle(n.key, q)
 }
@@ -258,21 +296,24 @@ func (c *Client) remove(q *keyQueue, w *waiter) {
 func (c *Client) takeGrant(w *waiter) *grant {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
+	if w.grant != nil && w.grant.p != nil {
+		w.grant.p.taken = true
+	}
 	return w.grant
 }
 
-// pickHandoff chooses the waiter a releasing lease of this Client passes
-// the lock to, or nil: no waiter, the streak is used up, or the backend
-// cannot hand off.
-func (c *Client) pickHandoff(rkey string) *waiter {
+// pickHandoff chooses the waiter a releasing lease l of this Client passes
+// the lock to, and grants it at once (see pendingHandoff); nil: no waiter,
+// the streak is used up, or the backend cannot hand off.
+func (c *Client) pickHandoff(l *Lease) (*waiter, *pendingHandoff) {
 	if !c.b.canHandoff() {
-		return nil
+		return nil, nil
 	}
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[rkey]
+	q := c.queues[l.names.key]
 	if q == nil || q.held != 1 || len(q.waiters) == 0 {
-		return nil
+		return nil, nil
 	}
 	if q.streak == 0 {
 		q.run = len(q.waiters)
@@ -281,42 +322,61 @@ func (c *Client) pickHandoff(rkey string) *waiter {
 		// Release publicly: the first process in Redis's wait queue gets
 		// the lock, or, with nobody there, whoever asks first.
 		q.streak = 0
-		return nil
+		return nil, nil
+	}
+	if time.Duration(l.deadlineNs.Load()-c.monoNow()) < l.ttl/3 {
+		// The releaser's lease is near its deadline (renewals are late):
+		// the receiver would start on too little. Release publicly; the
+		// head attempts once the lock is free.
+		q.streak = 0
+		return nil, nil
 	}
 	w := q.waiters[0]
-	w.handing = true
-	return w
+	p := &pendingHandoff{done: make(chan struct{}), deadline: l.deadlineNs.Load(), ttl: w.req.ttl, sent: time.Now()}
+	c.remove(q, w)
+	w.grant = &grant{fence: l.fence + 1, sent: p.sent, p: p}
+	q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: w.grant.fence})
+	q.streak++
+	poke(w.turn) // held stays 1: the lock moves from one local lease to another
+	return w, p
 }
 
-// finishHandoff records the outcome of a hand-off to w. It returns true
-// when w left meanwhile and the lock (now w's) must be given back.
-func (c *Client) finishHandoff(rkey string, w *waiter, ok, remote bool, g grant) (giveBack bool) {
+// finishHandoff applies the reply of the hand-off p to w (ok: w's token now
+// holds the lock in Redis; remote: other processes wait there) and then
+// lets everything that waited for the reply go on.
+func (c *Client) finishHandoff(n redisNames, w *waiter, p *pendingHandoff, ok, maybe, remote bool) {
+	defer close(p.done)
 	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	q := c.queues[rkey]
-	w.handing = false
-	q.remote = ok && remote
-	switch {
-	case ok && !w.abandoned:
-		c.remove(q, w)
-		w.grant = &g
-		q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: g.fence})
-		q.streak++
-		poke(w.turn) // w may have left already (wonWhileHanded): never block
-		return false // held stays 1: the lock moved from one local lease to another
-	case ok:
-		giveBack = true
-	case w.wonWhileHanded:
-		// The hand-off failed (the releaser no longer held the lock) but w
-		// took it by its own attempt: w's count replaces the releaser's.
+	q := c.queues[n.key] // nil once w's lease ended and nobody else is here
+	p.settled, p.ok, p.maybe = true, ok, maybe && !ok
+	if q != nil && ok {
+		q.remote = remote
+	} else if q != nil {
 		q.streak = 0
-		c.settle(rkey, q)
-		return false
 	}
-	q.held--
-	q.streak = 0
-	c.settle(rkey, q)
-	return giveBack
+	lease, left, claimed := p.lease, p.left, p.taken || p.claimed
+	if ok && lease != nil {
+		c.ren.confirm(lease, p.sent, p.ttl) // the receiver's deadline now counts from the hand-off
+	}
+	if !ok && !claimed && !left && q != nil {
+		// w still waits and never saw the grant: take it back. w attempts
+		// in Redis as the head (and finds its token there if the script
+		// ran after all).
+		w.grant = nil
+		q.waiters = slices.Insert(q.waiters, 0, w)
+		q.held--
+		c.settle(n.key, q)
+	}
+	c.qmu.Unlock()
+	switch {
+	case (ok || maybe) && left:
+		c.releaseLater(n, w.req.token) // w gave up meanwhile
+	case !ok && lease != nil:
+		// w held it on the releaser's lease, which had ended in Redis (or
+		// nobody can say whether the script ran): w's lease ends, and gives
+		// its token back once p is done.
+		lease.lose(ErrLost)
+	}
 }
 
 // localBusy: this Client holds rkey or queues for it, and knows whom for:

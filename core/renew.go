@@ -74,6 +74,32 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 	return true
 }
 
+// addPending schedules a lease handed over before the hand-off's reply:
+// its deadline is the releaser's (deadline, ns since the Client's epoch)
+// and, as for a renewal in flight, nothing but that deadline is due until
+// confirm. false when the Client is closed.
+func (r *renewer) addPending(l *Lease, deadline int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopped {
+		return false
+	}
+	if !r.started {
+		r.started = true
+		r.wg.Add(2)
+		go r.schedule()
+		go r.io()
+	}
+	l.deadlineNs.Store(deadline)
+	l.inflight = true
+	l.due = l.deadline()
+	heap.Push(&r.h, l)
+	if r.armed.IsZero() || l.due.Before(r.armed) {
+		poke(r.kick)
+	}
+	return true
+}
+
 // setConfirmed records a confirmation of l sent at sent; r.mu held.
 func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
 	l.ttl = ttl

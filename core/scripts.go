@@ -37,7 +37,7 @@ var (
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string
-	handoffScript = newScript(nextFenceLua + handoffLua)
+	handoffScript = newScript(handoffLua)
 
 	//go:embed scripts/extend.lua
 	extendLua    string

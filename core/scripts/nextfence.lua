@@ -1,5 +1,7 @@
 -- nextfence.lua: the fencing rule, prepended to every script that hands out
--- a lock (acquire.lua, handoff.lua, release.lua's grant) so it is written once.
+-- a lock to a new owner (acquire.lua, acquireall.lua, release.lua's grant) so
+-- it is written once. (A hand-off inside a process takes the holder's + 1:
+-- handoff.lua.)
 --
 -- The next token of a lock whose last token is `last` (a string or false):
 -- max(last + 1, server TIME in microseconds), as a decimal string (a Lua

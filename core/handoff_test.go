@@ -1,0 +1,148 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/tcpproxy"
+	"github.com/lockkit/lockkit/internal/testkit"
+)
+
+// handoffRig is one Client talking to Redis through a proxy that a test can
+// pause, a holder of key on it and a waiter of the same Client queued
+// behind that holder.
+type handoffRig struct {
+	srv    *redistest.Server
+	proxy  *tcpproxy.Proxy
+	c      *core.Client
+	holder *core.Lease
+	waiter <-chan acquired
+	ctx    context.Context
+}
+
+func newHandoffRig(t *testing.T, key string) *handoffRig {
+	t.Helper()
+	srv := redistest.Start(t)
+	p, err := tcpproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	rdb := srv.NewClient(func(o *redis.Options) { o.Addr = p.Addr() })
+	c := newClientOn(t, rdb, core.WithObserver(signaller{}))
+	ctx := testkit.Context(t, 20*time.Second)
+	holder, err := c.Acquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queued := make(chan struct{}, 1)
+	waiter := startWaiter(context.WithValue(ctx, signalKey{}, queued), c, key)
+	testkit.Recv(t, queued, 10*time.Second, "the waiter queued behind the holder")
+	return &handoffRig{srv: srv, proxy: p, c: c, holder: holder, waiter: waiter, ctx: ctx}
+}
+
+// A hand-off inside a process gives the waiter the lock before the
+// script's reply: with the proxy paused, so that the script has not even
+// reached Redis, the waiter holds the lock with the next fencing token while
+// the holder's Release is still waiting, and another process is refused
+// all along (Redis has the lock under the holder's token, then the
+// waiter's). The reply then confirms the waiter's lease: its deadline moves
+// to the hand-off's send time + TTL, and it releases normally.
+func TestHandoffReceiverStartsBeforeReply(t *testing.T) {
+	rig := newHandoffRig(t, "early")
+	other := newClient(t, rig.srv) // another process, straight to Redis
+	ctx := rig.ctx
+
+	rig.proxy.Pause()
+	released := make(chan error, 1)
+	go func() { released <- rig.holder.Release(ctx) }()
+	w := testkit.Recv(t, rig.waiter, 10*time.Second, "the waiter, granted before the reply")
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	select {
+	case err := <-released:
+		t.Fatalf("the holder's Release returned (%v) with Redis unreachable", err)
+	default:
+	}
+	if w.l.Token() != rig.holder.Token()+1 {
+		t.Fatalf("waiter's token %d, want the holder's %d + 1", w.l.Token(), rig.holder.Token())
+	}
+	if _, err := other.TryAcquire(ctx, "early"); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("another process while the hand-off travels: %v, want ErrNotAcquired", err)
+	}
+	provisional := w.l.Until()
+	if provisional.After(time.Now().Add(core.DefaultTTL)) {
+		t.Fatalf("unconfirmed lease valid until %v: beyond the holder's deadline", provisional)
+	}
+
+	rig.proxy.Resume()
+	if err := testkit.Recv(t, released, 10*time.Second, "the holder's Release"); err != nil {
+		t.Fatalf("holder's Release: %v", err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the waiter's lease confirmed", func() bool { return w.l.Until().After(provisional) })
+	if err := w.l.Err(); err != nil {
+		t.Fatalf("waiter's lease after the reply: %v", err)
+	}
+	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:early", "f").Int64(); err != nil || f != w.l.Token() {
+		t.Fatalf("Redis has fence %d (%v), want the waiter's %d", f, err, w.l.Token())
+	}
+	if _, err := other.TryAcquire(ctx, "early"); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("another process while the waiter holds: %v, want ErrNotAcquired", err)
+	}
+	if err := w.l.Release(ctx); err != nil {
+		t.Fatalf("waiter's Release: %v", err)
+	}
+	l, err := other.TryAcquire(ctx, "early")
+	if err != nil {
+		t.Fatalf("another process after the waiter released: %v", err)
+	}
+	if l.Token() <= w.l.Token() {
+		t.Fatalf("token %d after the waiter's %d", l.Token(), w.l.Token())
+	}
+}
+
+// When the holder no longer holds the lock in Redis (an operator deleted
+// it), the hand-off fails: the waiter, which started on the holder's
+// lease, loses its lease (context ended with ErrLost), its Release says
+// ErrNotHeld, the holder's Release says ErrNotHeld, and nothing of theirs
+// is left in Redis.
+func TestHandoffUnconfirmedLosesReceiver(t *testing.T) {
+	rig := newHandoffRig(t, "gone")
+	ctx := rig.ctx
+	if n, err := rig.srv.Client.Del(ctx, "lockkit:v1:k:gone").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL = %d %v", n, err)
+	}
+	rig.proxy.Pause()
+	released := make(chan error, 1)
+	go func() { released <- rig.holder.Release(ctx) }()
+	w := testkit.Recv(t, rig.waiter, 10*time.Second, "the waiter, granted before the reply")
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	rig.proxy.Resume()
+	if err := testkit.Recv(t, released, 10*time.Second, "the holder's Release"); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("holder's Release: %v, want ErrNotHeld", err)
+	}
+	testkit.Recv(t, w.l.Done(), 10*time.Second, "the waiter's lease to end")
+	if cause := context.Cause(w.l.Context()); !errors.Is(cause, core.ErrLost) {
+		t.Fatalf("waiter's lease ended with %v, want ErrLost", cause)
+	}
+	if err := w.l.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("waiter's Release: %v, want ErrNotHeld", err)
+	}
+	if n, err := rig.srv.Client.Exists(ctx, "lockkit:v1:k:gone").Result(); err != nil || n != 0 {
+		t.Fatalf("lock hash exists=%d (%v) after both ended", n, err)
+	}
+	l, err := rig.c.TryAcquire(ctx, "gone")
+	if err != nil {
+		t.Fatalf("the same Client afterwards: %v", err)
+	}
+	_ = l.Release(ctx)
+}
