@@ -3,6 +3,9 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -145,4 +148,117 @@ func TestHandoffUnconfirmedLosesReceiver(t *testing.T) {
 		t.Fatalf("the same Client afterwards: %v", err)
 	}
 	_ = l.Release(ctx)
+}
+
+// Early hand-offs under stress: two Clients, each through its own proxy
+// that delays every reply (so a receiver always works while its hand-off
+// travels), 8 workers each on 2 keys, holds of 0–1 ms, and a third of the
+// waiters with a wait budget short enough to give up, some of them at the
+// moment they are granted. The witness: at most one holder per key at any
+// time, fencing tokens increasing in the order holders entered, and, at the
+// end, every key free in Redis and taken at once by a newcomer.
+func TestHandoffStress(t *testing.T) {
+	srv := redistest.Start(t)
+	var clients []*core.Client
+	var handoffs handoffCounter
+	for range 2 {
+		p, err := tcpproxy.New(srv.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = p.Close() })
+		p.SetLatency(tcpproxy.Downstream, 2*time.Millisecond)
+		clients = append(clients, newClientOn(t, srv.NewClient(func(o *redis.Options) { o.Addr = p.Addr() }), core.WithObserver(&handoffs)))
+	}
+	keys := []string{"stress:a", "stress:b"}
+	type witness struct {
+		mu     sync.Mutex
+		inside int
+		last   int64
+		bad    []string
+	}
+	ws := make([]witness, len(keys))
+	ctx := testkit.Context(t, 60*time.Second)
+	var wg sync.WaitGroup
+	var acquired, gaveUp atomic.Int64
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, k := clients[w%2], w%len(keys)
+			for i := range 40 {
+				var opts []core.AcquireOption
+				if (w+i)%3 == 0 {
+					opts = append(opts, core.Wait(time.Duration(1+(w+i)%5)*time.Millisecond))
+				}
+				l, err := c.Acquire(ctx, keys[k], opts...)
+				if len(opts) > 0 && (errors.Is(err, core.ErrNotAcquired) || errors.Is(err, core.ErrUnavailable)) {
+					gaveUp.Add(1) // the budget ended: in the queue, or before Redis answered
+					continue
+				}
+				if err != nil {
+					t.Errorf("worker %d: %v", w, err)
+					return
+				}
+				acquired.Add(1)
+				wk := &ws[k]
+				wk.mu.Lock()
+				wk.inside++
+				if wk.inside != 1 {
+					wk.bad = append(wk.bad, fmt.Sprintf("%d holders at once", wk.inside))
+				}
+				if l.Token() <= wk.last {
+					wk.bad = append(wk.bad, fmt.Sprintf("token %d after %d", l.Token(), wk.last))
+				}
+				wk.last = l.Token()
+				wk.mu.Unlock()
+				if (w+i)%2 == 0 {
+					time.Sleep(time.Duration((w+i)%4) * 250 * time.Microsecond)
+				}
+				if err := l.Err(); err != nil {
+					t.Errorf("worker %d: lease ended while held: %v", w, err)
+				}
+				wk.mu.Lock()
+				wk.inside--
+				wk.mu.Unlock()
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("worker %d: release: %v", w, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for k := range ws {
+		if len(ws[k].bad) > 0 {
+			t.Fatalf("key %s: %v", keys[k], ws[k].bad)
+		}
+	}
+	t.Logf("%d holds (%d by a hand-off), %d waits given up", acquired.Load(), handoffs.n.Load(), gaveUp.Load())
+	if gaveUp.Load() == 0 || handoffs.n.Load() == 0 {
+		t.Fatalf("no waiter gave up, or no hand-off: the run did not test them")
+	}
+	newcomer := newClient(t, srv)
+	for _, key := range keys {
+		testkit.WaitFor(t, 10*time.Second, key+" free", func() bool {
+			l, err := newcomer.TryAcquire(ctx, key)
+			if err != nil {
+				return false
+			}
+			_ = l.Release(ctx)
+			return true
+		})
+	}
+}
+
+// handoffCounter counts the acquires that a hand-off ended.
+type handoffCounter struct {
+	core.NopObserver
+	n atomic.Int64
+}
+
+func (h *handoffCounter) AcquireEnd(ctx context.Context, _ core.AcquireInfo, res core.AcquireResult) context.Context {
+	if res.Handoff {
+		h.n.Add(1)
+	}
+	return ctx
 }
