@@ -62,7 +62,11 @@
 // queue in FIFO order per key; only the head of the queue asks Redis, and it
 // is woken by the pub/sub notification of a release, never by polling. On a
 // single primary (or a Cluster), a lease released while local callers wait
-// hands the lock straight to the next of them in one round trip; across
+// hands the lock straight to the next of them in one round trip, which the
+// next one does not wait for: it holds the lock from the grant, on the
+// releaser's validity and with the releaser's token + 1, until the reply
+// confirms it (or, if the releaser no longer held the lock, ends the lease
+// with ErrLost); across
 // processes, the lock keeps a wait queue in Redis, one entry per waiting
 // Client, and a release grants the lock to the first of them in the same
 // step and wakes only that one, so processes are served in turn (a Client's
