@@ -636,7 +636,7 @@ func (c *Client) background(fn func()) {
 func (c *Client) giveBack(n redisNames, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
 	defer cancel()
-	_, _ = c.b.release(ctx, n, token)
+	_, _ = c.b.release(ctx, n, token, false)
 }
 
 // lease builds the Lease of a successful acquisition.

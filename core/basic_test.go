@@ -67,8 +67,11 @@ func TestAcquireRelease(t *testing.T) {
 	if f, _ := srv.Client.HGet(ctx, "lockkit:v1:k:order:42", "f").Int64(); f != l2.Token() {
 		t.Fatalf("kept fence %d, want %d", f, l2.Token())
 	}
-	if o, _ := srv.Client.HExists(ctx, "lockkit:v1:k:order:42", "o").Result(); o {
-		t.Fatal("owner field kept after release")
+	if o, _ := srv.Client.HGet(ctx, "lockkit:v1:k:order:42", "o").Result(); o != "" {
+		t.Fatalf("owner %q kept after release, want empty (free)", o)
+	}
+	if pttl, _ := srv.Client.PTTL(ctx, "lockkit:v1:k:order:42").Result(); pttl <= 0 || pttl > 30*time.Second {
+		t.Fatalf("released hash expires in %v, want within the lease's TTL", pttl)
 	}
 	_ = context.Background
 }

@@ -184,7 +184,7 @@ func (c *Client) releaseAll(leases []*Lease) error {
 			if err := l.awaitHandoff(ctx); errors.Is(err, ErrNotHeld) {
 				return // the hand-off that gave it was not confirmed: not ours
 			}
-			if _, err := c.b.release(ctx, l.names, l.token); err != nil {
+			if _, err := c.b.release(ctx, l.names, l.token, false); err != nil {
 				mu.Lock()
 				errs = append(errs, unavailable("release", l.key, err))
 				mu.Unlock()

@@ -66,7 +66,7 @@ const (
 //
 // The lock hash has the fields
 //
-//	o  owner token of the current lease (absent when free)
+//	o  owner token of the current lease (absent, or empty once released, when free)
 //	f  last fencing token (kept fenceKeep after release)
 //	w  owner id of the holder        m  holder metadata (Observer)
 //	r  last released (or handed-off) owner token: a re-sent release answers the same
@@ -74,9 +74,12 @@ const (
 //	n  set by a waiter that has no place in the wait queue (Redlock): the
 //	   release announces itself; without n or queue entries it sends nothing
 //
-// It has the lease's TTL while held and fenceKeep once released. One lock is one
-// Redis key, so all of its state lives in one cluster hash slot whatever braces
-// the key contains (braces in a key only choose that slot, as Redis defines).
+// It has the lease's TTL while held; once released, fenceKeep, or the
+// lease's own expiry when that is already between fenceKeep and 3×fenceKeep
+// away (Lease.keepsExpiry: the common case, a release without an expiry
+// call). One lock is one Redis key, so all of its state lives in one
+// cluster hash slot whatever braces the key contains (braces in a key only
+// choose that slot, as Redis defines).
 type redisNames struct {
 	user    string // the key as given to Acquire (Client.Locks shows it)
 	key     string // the lock hash

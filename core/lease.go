@@ -299,7 +299,7 @@ func (l *Lease) Release(ctx context.Context) error {
 			return l.handoff(ctx, bctx, w, p)
 		}
 	}
-	ok, err := c.b.release(bctx, l.names, l.token)
+	ok, err := c.b.release(bctx, l.names, l.token, l.keepsExpiry())
 	c.localRelease(l.names.key)
 	switch {
 	case err != nil:
@@ -505,4 +505,14 @@ func (b *boundCtx) Value(k any) any {
 		return v
 	}
 	return b.parent.Value(k)
+}
+
+// keepsExpiry: the lock's expiry in Redis is known to lie between fenceKeep
+// and 3×fenceKeep from now (the local deadline is a lower bound of it, and
+// the last confirmation + TTL an upper bound), so a release can leave it as
+// it is: the last fencing token is kept long enough, and the released hash
+// not much longer than release.lua's own expiry would keep it. That saves
+// the release script a call on the common path (default TTL, renewed).
+func (l *Lease) keepsExpiry() bool {
+	return l.ttl <= 3*fenceKeep && time.Until(l.deadline()) >= fenceKeep
 }

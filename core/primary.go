@@ -96,6 +96,9 @@ func (p *primary) eval(ctx context.Context, s *script, argv []any) *redis.Cmd {
 // fenceKeepMs is fenceKeep as a script argument, boxed once.
 var fenceKeepMs any = ms(fenceKeep)
 
+// keepExpiryArg tells release.lua to leave the lock's expiry as it is.
+var keepExpiryArg any = "0"
+
 // msArg is d in milliseconds as a script argument; the common TTLs are
 // boxed once (an int64 above 255 costs an allocation each time).
 func msArg(d time.Duration) any {
@@ -159,12 +162,16 @@ func parseAcquire(v any) (acquireReply, error) {
 	}}, nil
 }
 
-func (p *primary) release(ctx context.Context, n redisNames, token string) (bool, error) {
+func (p *primary) release(ctx context.Context, n redisNames, token string, keepExpiry bool) (bool, error) {
 	if n.kind != kindMutex {
 		v, err := p.run(ctx, sharedReleaseScript, []string{n.key}, token, n.channel, fenceKeepMs, p.publish).Int64()
 		return err == nil && v == 1, err
 	}
-	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs, p.publish}).Int64()
+	keep := fenceKeepMs
+	if keepExpiry {
+		keep = keepExpiryArg
+	}
+	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, keep, p.publish}).Int64()
 	return err == nil && v >= 1, err
 }
 

@@ -178,7 +178,7 @@ func (q *quorum) acquire(ctx context.Context, n redisNames, r acquireReq) (acqui
 // node timeout, ignoring failures (the TTL covers them).
 func (q *quorum) releaseToken(ctx context.Context, n redisNames, token string) {
 	fanOut(context.WithoutCancel(ctx), q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
-		ok, err := p.release(ctx, n, token)
+		ok, err := p.release(ctx, n, token, false)
 		return ok, err
 	})
 }
@@ -206,9 +206,9 @@ func (q *quorum) tally(op string, res []nodeResult[bool]) (bool, error) {
 	return false, qe
 }
 
-func (q *quorum) release(ctx context.Context, n redisNames, token string) (bool, error) {
+func (q *quorum) release(ctx context.Context, n redisNames, token string, keepExpiry bool) (bool, error) {
 	return q.tally("release", fanOut(ctx, q, q.all(), func(ctx context.Context, p *primary) (bool, error) {
-		return p.release(ctx, n, token)
+		return p.release(ctx, n, token, keepExpiry)
 	}))
 }
 

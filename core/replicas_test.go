@@ -331,9 +331,9 @@ func TestWaitQueueLeavesNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range hashes {
-			fields, _ := srv.Client.HKeys(ctx, k).Result()
-			for _, f := range fields {
-				if f == "o" || strings.HasPrefix(f, "q") || strings.HasPrefix(f, "i") {
+			fields, _ := srv.Client.HGetAll(ctx, k).Result()
+			for f, v := range fields {
+				if (f == "o" && v != "") || strings.HasPrefix(f, "q") || strings.HasPrefix(f, "i") {
 					t.Logf("%s keeps %q", k, f)
 					return false
 				}

@@ -39,6 +39,7 @@
 -- after release the hash keeps only the last token, for a few seconds.
 local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'i' .. ARGV[5])
 local o = h[1]
+if o == '' then o = false end -- released (release.lua): free
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return tonumber(h[2])

@@ -19,6 +19,7 @@ local n = #KEYS
 local seen = {}
 for i = 1, n do
   local h = redis.call('HMGET', KEYS[i], 'o', 'f')
+  if h[1] == '' then h[1] = false end -- released: free
   if h[1] and h[1] ~= ARGV[1 + 2 * i] then
     local x = redis.call('HMGET', KEYS[i], 'w', 'm')
     return {0, i, x[1] or '', x[2] or '', redis.call('PTTL', KEYS[i]), h[2] or '0'}

@@ -8,7 +8,8 @@
 --
 -- Returns 1 when a holder was removed, 0 when the lock was free. The fencing
 -- token is kept, so the next holder still gets a larger one.
-if redis.call('HEXISTS', KEYS[1], 'o') == 0 then
+local o = redis.call('HGET', KEYS[1], 'o')
+if not o or o == '' then -- absent or released: free
   return 0
 end
 redis.call('HDEL', KEYS[1], 'o', 'w', 'm')

@@ -4,7 +4,10 @@
 -- KEYS[1]  the lock hash
 -- ARGV[1]  owner token, or a queue id leaving the wait queue
 -- ARGV[2]  notification channel of the lock
--- ARGV[3]  how long the last fencing token is kept after release (ms)
+-- ARGV[3]  how long the last fencing token is kept after release (ms), or
+--          0 to keep the lease's own expiry (the releasing Client passes 0
+--          when that expiry is already between fenceKeep and a few times
+--          it: one call less on the path every request takes)
 -- ARGV[4]  the publish command: 'publish', or 'spublish' on Redis Cluster,
 --          where ARGV[2] is then a shard channel in KEYS[1]'s own slot
 --
@@ -16,9 +19,13 @@
 -- entries, or a waiter without a place in it (Redlock, acquire.lua's '*')
 -- flagged the lock (field n). Every waiting head's refused attempt leaves
 -- one or the other in the same step as the refusal, so the uncontended
--- release, the common one, publishes nothing. Only the owner's fields are removed; the last
--- fencing token stays for ARGV[3] ms so the next holder's token is larger
--- even within one microsecond of server time.
+-- release, the common one, publishes nothing.
+--
+-- Released, the lock is free with o empty (every script reads an empty o
+-- as free); the last fencing token stays at least fenceKeep (ARGV[3] ms, or
+-- the lease's remaining expiry, which the Client only keeps when it is at
+-- least that) so the next holder's token is larger even within one
+-- microsecond of server time.
 --
 -- The message is 'released', or 'g:<queue id>' after a grant: the other
 -- queued processes' heads need not wake for a lock they did not get.
@@ -74,9 +81,15 @@ if h[1] == ARGV[1] then
     redis.call('HDEL', KEYS[1], unpack(gone))
   end
   if not granted then
-    redis.call('HDEL', KEYS[1], 'o', 'w', 'm', 'n')
-    redis.call('HSET', KEYS[1], 'r', ARGV[1])
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    -- Free: o empty, in the same write as r. w and m stay until the next
+    -- holder overwrites them; nothing reads them while o is empty.
+    redis.call('HSET', KEYS[1], 'o', '', 'r', ARGV[1])
+    if h[5] then
+      redis.call('HDEL', KEYS[1], 'n')
+    end
+    if ARGV[3] ~= '0' then
+      redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    end
   end
   if not h[2] and not h[5] then
     return 1 -- nobody waits in Redis: no message

@@ -151,11 +151,11 @@ func checkKey(ctx context.Context, c redis.Cmdable, k string) (*Leftover, error)
 		return nil, nil
 	}
 	if typ == "hash" {
-		owned, err := c.HExists(ctx, k, "o").Result()
-		if err != nil {
+		o, err := c.HGet(ctx, k, "o").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, err
 		}
-		if owned {
+		if o != "" { // absent or empty: free (release.lua)
 			return &Leftover{k, "owned"}, nil
 		}
 		if held, err := sharedHeld(ctx, c, k); err != nil || held {

@@ -1,0 +1,88 @@
+package core_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
+)
+
+// cmdCalls is how many times srv ran each command since its stats were
+// reset (INFO commandstats, which counts the calls scripts make too).
+func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int {
+	t.Helper()
+	info, err := srv.Client.Info(testkit.Context(t, 5*time.Second), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+		if name, found := strings.CutPrefix(name, "cmdstat_"); ok && found {
+			out[name], _ = strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
+		}
+	}
+	return out
+}
+
+// The uncontended cycle's Redis calls, by Redis's own count: acquire is
+// HMGET, TIME, HSET, PEXPIRE; release is HMGET and one HSET (the lock
+// becomes free with an empty owner) and, with the default TTL renewed, no
+// expiry call (the lease's own expiry already keeps the last token long
+// enough) and no message (nobody waits). A TTL too short to keep the token
+// fenceKeep long makes the release set the expiry itself.
+func TestUncontendedCycleCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ttl           time.Duration
+		releaseExpiry int
+	}{
+		{"default TTL", core.DefaultTTL, 0},
+		{"5s TTL", 5 * time.Second, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			c := newClient(t, srv, core.WithTTL(tc.ttl))
+			ctx := testkit.Context(t, 10*time.Second)
+			warm, err := c.Acquire(ctx, "calls") // scripts loaded, hash made
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = warm.Release(ctx)
+			if err := srv.Client.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			const n = 20
+			var last int64
+			for range n {
+				l, err := c.Acquire(ctx, "calls")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Token() <= last {
+					t.Fatalf("token %d after %d", l.Token(), last)
+				}
+				last = l.Token()
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := cmdCalls(t, srv)
+			want := map[string]int{"evalsha": 2 * n, "hmget": 2 * n, "time": n, "hset": 2 * n, "pexpire": n * (1 + tc.releaseExpiry)}
+			for cmd, w := range want {
+				if got[cmd] != w {
+					t.Errorf("%s: %d calls for %d cycles, want %d (all: %v)", cmd, got[cmd], n, w, got)
+				}
+			}
+			for _, cmd := range []string{"hdel", "publish", "del"} {
+				if got[cmd] != 0 {
+					t.Errorf("%s: %d calls, want none (all: %v)", cmd, got[cmd], got)
+				}
+			}
+		})
+	}
+}
