@@ -75,9 +75,9 @@ const (
 //	   release announces itself; without n or queue entries it sends nothing
 //
 // It has the lease's TTL while held; once released, fenceKeep, or the
-// lease's own expiry when that is already between fenceKeep and 3×fenceKeep
-// away (Lease.keepsExpiry: the common case, a release without an expiry
-// call). One lock is one Redis key, so all of its state lives in one
+// lease's own expiry when that is already between fenceKeepMin and
+// 3×fenceKeep away (Lease.keepsExpiry: the common case, a release without
+// an expiry call). One lock is one Redis key, so all of its state lives in one
 // cluster hash slot whatever braces the key contains (braces in a key only
 // choose that slot, as Redis defines).
 type redisNames struct {

@@ -507,12 +507,14 @@ func (b *boundCtx) Value(k any) any {
 	return b.parent.Value(k)
 }
 
-// keepsExpiry: the lock's expiry in Redis is known to lie between fenceKeep
-// and 3×fenceKeep from now (the local deadline is a lower bound of it, and
-// the last confirmation + TTL an upper bound), so a release can leave it as
-// it is: the last fencing token is kept long enough, and the released hash
-// not much longer than release.lua's own expiry would keep it. That saves
-// the release script a call on the common path (default TTL, renewed).
+// keepsExpiry: the lock's expiry in Redis is known to lie between
+// fenceKeepMin and 3×fenceKeep from now (the local deadline is a lower bound
+// of it, and the last confirmation + TTL an upper bound), so a release can
+// leave it as it is: the last fencing token is kept long enough (the TIME
+// floor of the next token needs microseconds, not seconds), and the
+// released hash not much longer than release.lua's own expiry would keep
+// it. That saves the release script a call on the common path (a TTL of
+// seconds, renewed).
 func (l *Lease) keepsExpiry() bool {
-	return l.ttl <= 3*fenceKeep && time.Until(l.deadline()) >= fenceKeep
+	return l.ttl <= 3*fenceKeep && time.Until(l.deadline()) >= fenceKeepMin
 }

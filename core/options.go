@@ -17,6 +17,9 @@ const (
 	MinTTL = 10 * time.Millisecond
 	// fenceKeep is how long a released lock hash keeps its last fencing token.
 	fenceKeep = 10 * time.Second
+	// fenceKeepMin: a release leaves the lease's own expiry in place when
+	// at least this much of it is left (Lease.keepsExpiry).
+	fenceKeepMin = time.Second
 	// pubsubHealth is how often an idle notification connection is pinged.
 	pubsubHealth = 10 * time.Second
 )

@@ -32,9 +32,10 @@ func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int {
 // The uncontended cycle's Redis calls, by Redis's own count: acquire is
 // HMGET, TIME, HSET, PEXPIRE; release is HMGET and one HSET (the lock
 // becomes free with an empty owner) and, with the default TTL renewed, no
-// expiry call (the lease's own expiry already keeps the last token long
-// enough) and no message (nobody waits). A TTL too short to keep the token
-// fenceKeep long makes the release set the expiry itself.
+// expiry call (the lease's own expiry, at least a second and at most 30 s
+// away, keeps the last token long enough and the hash not too long) and no
+// message (nobody waits). A TTL too short for that second, or longer than
+// 30 s, makes the release set the expiry itself (10 s).
 func TestUncontendedCycleCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -42,7 +43,9 @@ func TestUncontendedCycleCalls(t *testing.T) {
 		releaseExpiry int
 	}{
 		{"default TTL", core.DefaultTTL, 0},
-		{"5s TTL", 5 * time.Second, 1},
+		{"5s TTL", 5 * time.Second, 0},
+		{"1s TTL", time.Second, 1},
+		{"40s TTL", 40 * time.Second, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)

@@ -6,8 +6,8 @@
 -- ARGV[2]  notification channel of the lock
 -- ARGV[3]  how long the last fencing token is kept after release (ms), or
 --          0 to keep the lease's own expiry (the releasing Client passes 0
---          when that expiry is already between fenceKeep and a few times
---          it: one call less on the path every request takes)
+--          when that expiry is already between 1 and 30 s away: one call
+--          less on the path every request takes)
 -- ARGV[4]  the publish command: 'publish', or 'spublish' on Redis Cluster,
 --          where ARGV[2] is then a shard channel in KEYS[1]'s own slot
 --
@@ -22,10 +22,9 @@
 -- release, the common one, publishes nothing.
 --
 -- Released, the lock is free with o empty (every script reads an empty o
--- as free); the last fencing token stays at least fenceKeep (ARGV[3] ms, or
--- the lease's remaining expiry, which the Client only keeps when it is at
--- least that) so the next holder's token is larger even within one
--- microsecond of server time.
+-- as free); the last fencing token stays ARGV[3] ms, or what is left of the
+-- lease's expiry (at least a second), so the next holder's token is larger
+-- even within one microsecond of server time.
 --
 -- The message is 'released', or 'g:<queue id>' after a grant: the other
 -- queued processes' heads need not wake for a lock they did not get.
