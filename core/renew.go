@@ -55,14 +55,8 @@ func poke(ch chan struct{}) {
 func (r *renewer) add(l *Lease, sent time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped {
+	if !r.startLocked() {
 		return false
-	}
-	if !r.started {
-		r.started = true
-		r.wg.Add(2)
-		go r.schedule()
-		go r.io()
 	}
 	r.setConfirmed(l, sent, l.ttl)
 	heap.Push(&r.h, l)
@@ -74,13 +68,9 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 	return true
 }
 
-// addPending schedules a lease handed over before the hand-off's reply:
-// its deadline is the releaser's (deadline, ns since the Client's epoch)
-// and, as for a renewal in flight, nothing but that deadline is due until
-// confirm. false when the Client is closed.
-func (r *renewer) addPending(l *Lease, deadline int64) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// startLocked starts the two goroutines on the first lease; false once
+// stopped. r.mu held.
+func (r *renewer) startLocked() bool {
 	if r.stopped {
 		return false
 	}
@@ -89,6 +79,19 @@ func (r *renewer) addPending(l *Lease, deadline int64) bool {
 		r.wg.Add(2)
 		go r.schedule()
 		go r.io()
+	}
+	return true
+}
+
+// addPending schedules a lease handed over before the hand-off's reply:
+// its deadline is the releaser's (deadline, ns since the Client's epoch)
+// and, as for a renewal in flight, nothing but that deadline is due until
+// confirm. false when the Client is closed.
+func (r *renewer) addPending(l *Lease, deadline int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.startLocked() {
+		return false
 	}
 	l.deadlineNs.Store(deadline)
 	l.inflight = true

@@ -2,8 +2,6 @@ package core_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -143,20 +141,10 @@ func TestWaiterSurvivesLostMessage(t *testing.T) {
 }
 
 // publishCalls is how many PUBLISH commands srv ran since its stats were
-// reset (INFO commandstats counts those a script calls too).
+// reset (scripts' calls included).
 func publishCalls(t *testing.T, srv *redistest.Server) int {
 	t.Helper()
-	info, err := srv.Client.Info(testkit.Context(t, 5*time.Second), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_publish:calls="); ok {
-			n, _ := strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-			return n
-		}
-	}
-	return 0
+	return cmdCalls(t, srv)["publish"]
 }
 
 // A release announces itself only when someone waits in Redis: the
