@@ -94,9 +94,8 @@ type acquisition struct {
 	holder   Holder
 	last     acquireReply // the last contended reply
 	fence    int64
-	sent     time.Time       // send time of the successful attempt
-	handoff  bool            // a lease of this Client handed the lock over
-	pending  *pendingHandoff // ... and its script may still be on its way
+	sent     time.Time // send time of the successful attempt
+	grant    *grant    // a lease of this Client handed the lock over (its script may still travel)
 
 	// w is the acquisition's place in the local queue (waits only).
 	w *waiter
@@ -182,7 +181,7 @@ func (a *acquisition) end(err error) (*Lease, error) {
 		return nil, err
 	}
 	hctx := c.obs.AcquireEnd(a.octx, a.info, AcquireResult{
-		Outcome: OutcomeAcquired, Attempts: a.attempts, Handoff: a.handoff, Waited: time.Since(a.info.Start), Token: a.fence,
+		Outcome: OutcomeAcquired, Attempts: a.attempts, Handoff: a.grant != nil, Waited: time.Since(a.info.Start), Token: a.fence,
 	})
 	return a.lease(hctx)
 }
@@ -565,7 +564,7 @@ func (a *acquisition) granted(w *waiter) bool {
 	if g == nil {
 		return false
 	}
-	a.fence, a.sent, a.handoff, a.pending = g.fence, g.sent, true, g.p
+	a.fence, a.sent, a.grant = g.fence, g.sent, g
 	return true
 }
 
@@ -647,45 +646,46 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
 	}
 	l.initCtx(hctx)
-	if a.pending != nil {
-		return c.pendingLease(l, a.pending)
+	if a.grant != nil {
+		return c.grantedLease(l, a.grant)
 	}
 	if !c.ren.add(l, a.sent) { // Close ran meanwhile
-		l.state = stateClosed
-		l.cancel(ErrClosed)
-		c.obs.Lost(l.ctx, l.info(), ErrClosed) // the Observer handed out a hold context: end it
-		c.localRelease(a.names.key)
-		c.releaseLater(a.names, a.req.token)
-		return nil, ErrClosed
+		return nil, l.closedAtBirth()
 	}
 	return l, nil
 }
 
-// pendingLease schedules l, a lease handed over by a hand-off (p), and
+// closedAtBirth ends l, made while Close ran (the renewer refused it):
+// the Observer handed out a hold context, which ends; the token goes back.
+func (l *Lease) closedAtBirth() error {
+	l.state = stateClosed
+	l.cancel(ErrClosed)
+	l.c.obs.Lost(l.ctx, l.info(), ErrClosed)
+	l.c.localRelease(l.names.key)
+	l.releaseLater()
+	return ErrClosed
+}
+
+// grantedLease schedules l, a lease handed over by a hand-off (g), and
 // returns it: with the releaser's deadline and no renewal until the reply
 // is in, confirmed at once if it is in already, lost if it said the
 // releaser no longer held the lock.
-func (c *Client) pendingLease(l *Lease, p *pendingHandoff) (*Lease, error) {
-	l.pending = p
+func (c *Client) grantedLease(l *Lease, g *grant) (*Lease, error) {
+	l.grant = g
 	c.qmu.Lock()
-	settled, ok := p.settled, p.ok
+	settled, ok := g.settled, g.ok
 	var added bool
 	if settled && ok {
-		added = c.ren.add(l, p.sent)
+		added = c.ren.add(l, g.sent)
 	} else {
-		added = c.ren.addPending(l, p.deadline)
+		added = c.ren.addPending(l, g.deadline)
 		if added && !settled {
-			p.lease = l // finishHandoff confirms or loses it
+			g.lease = l // finishHandoff confirms or loses it
 		}
 	}
 	c.qmu.Unlock()
 	if !added { // Close ran meanwhile
-		l.state = stateClosed
-		l.cancel(ErrClosed)
-		c.obs.Lost(l.ctx, l.info(), ErrClosed)
-		c.localRelease(l.names.key)
-		l.releaseLater()
-		return nil, ErrClosed
+		return nil, l.closedAtBirth()
 	}
 	if settled && !ok {
 		l.lose(ErrLost)

@@ -16,9 +16,8 @@ type backend interface {
 	// attempt, from which it computes the lease's local deadline.
 	acquire(ctx context.Context, n redisNames, req acquireReq) (acquireReply, error)
 	// release removes the lease if token still owns it; false: it did not.
-	// release gives token's lock up. keepExpiry: the lock's expiry is
-	// known to lie between fenceKeep and 3×fenceKeep from now (see
-	// Lease.keepsExpiry), so the script need not set it.
+	// keepExpiry: the lock's expiry is known to lie between fenceKeepMin
+	// and 3×fenceKeep from now (Lease.keepsExpiry), so the script leaves it.
 	release(ctx context.Context, n redisNames, token string, keepExpiry bool) (released bool, err error)
 	// handoff passes the lock from the owner token from straight to the
 	// waiter to, in one step; the reply's ok is false when from did not hold

@@ -50,6 +50,26 @@ func newHandoffRig(t *testing.T, key string) *handoffRig {
 	return &handoffRig{srv: srv, proxy: p, c: c, holder: holder, waiter: waiter, ctx: ctx}
 }
 
+// releasePaused pauses the proxy, so that no script reaches Redis, starts
+// the holder's Release and returns the waiter's lease, which it must get
+// while that Release still waits for its reply, and the Release's result.
+func (r *handoffRig) releasePaused(t *testing.T) (*core.Lease, <-chan error) {
+	t.Helper()
+	r.proxy.Pause()
+	released := make(chan error, 1)
+	go func() { released <- r.holder.Release(r.ctx) }()
+	w := testkit.Recv(t, r.waiter, 10*time.Second, "the waiter, granted before the reply")
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	select {
+	case err := <-released:
+		t.Fatalf("the holder's Release returned (%v) with Redis unreachable", err)
+	default:
+	}
+	return w.l, released
+}
+
 // A hand-off inside a process gives the waiter the lock before the
 // script's reply: with the proxy paused, so that the script has not even
 // reached Redis, the waiter holds the lock with the next fencing token while
@@ -62,52 +82,41 @@ func TestHandoffReceiverStartsBeforeReply(t *testing.T) {
 	other := newClient(t, rig.srv) // another process, straight to Redis
 	ctx := rig.ctx
 
-	rig.proxy.Pause()
-	released := make(chan error, 1)
-	go func() { released <- rig.holder.Release(ctx) }()
-	w := testkit.Recv(t, rig.waiter, 10*time.Second, "the waiter, granted before the reply")
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
-	select {
-	case err := <-released:
-		t.Fatalf("the holder's Release returned (%v) with Redis unreachable", err)
-	default:
-	}
-	if w.l.Token() != rig.holder.Token()+1 {
-		t.Fatalf("waiter's token %d, want the holder's %d + 1", w.l.Token(), rig.holder.Token())
+	wl, released := rig.releasePaused(t)
+	if wl.Token() != rig.holder.Token()+1 {
+		t.Fatalf("waiter's token %d, want the holder's %d + 1", wl.Token(), rig.holder.Token())
 	}
 	if _, err := other.TryAcquire(ctx, "early"); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("another process while the hand-off travels: %v, want ErrNotAcquired", err)
 	}
-	provisional := w.l.Until()
-	if provisional.After(time.Now().Add(core.DefaultTTL)) {
-		t.Fatalf("unconfirmed lease valid until %v: beyond the holder's deadline", provisional)
+	provisional := wl.Until()
+	if !provisional.Equal(rig.holder.Until()) {
+		t.Fatalf("unconfirmed lease valid until %v, want the holder's deadline %v", provisional, rig.holder.Until())
 	}
 
 	rig.proxy.Resume()
 	if err := testkit.Recv(t, released, 10*time.Second, "the holder's Release"); err != nil {
 		t.Fatalf("holder's Release: %v", err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the waiter's lease confirmed", func() bool { return w.l.Until().After(provisional) })
-	if err := w.l.Err(); err != nil {
+	testkit.WaitFor(t, 10*time.Second, "the waiter's lease confirmed", func() bool { return wl.Until().After(provisional) })
+	if err := wl.Err(); err != nil {
 		t.Fatalf("waiter's lease after the reply: %v", err)
 	}
-	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:early", "f").Int64(); err != nil || f != w.l.Token() {
-		t.Fatalf("Redis has fence %d (%v), want the waiter's %d", f, err, w.l.Token())
+	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:early", "f").Int64(); err != nil || f != wl.Token() {
+		t.Fatalf("Redis has fence %d (%v), want the waiter's %d", f, err, wl.Token())
 	}
 	if _, err := other.TryAcquire(ctx, "early"); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("another process while the waiter holds: %v, want ErrNotAcquired", err)
 	}
-	if err := w.l.Release(ctx); err != nil {
+	if err := wl.Release(ctx); err != nil {
 		t.Fatalf("waiter's Release: %v", err)
 	}
 	l, err := other.TryAcquire(ctx, "early")
 	if err != nil {
 		t.Fatalf("another process after the waiter released: %v", err)
 	}
-	if l.Token() <= w.l.Token() {
-		t.Fatalf("token %d after the waiter's %d", l.Token(), w.l.Token())
+	if l.Token() <= wl.Token() {
+		t.Fatalf("token %d after the waiter's %d", l.Token(), wl.Token())
 	}
 }
 
@@ -122,22 +131,16 @@ func TestHandoffUnconfirmedLosesReceiver(t *testing.T) {
 	if n, err := rig.srv.Client.Del(ctx, "lockkit:v1:k:gone").Result(); err != nil || n != 1 {
 		t.Fatalf("DEL = %d %v", n, err)
 	}
-	rig.proxy.Pause()
-	released := make(chan error, 1)
-	go func() { released <- rig.holder.Release(ctx) }()
-	w := testkit.Recv(t, rig.waiter, 10*time.Second, "the waiter, granted before the reply")
-	if w.err != nil {
-		t.Fatal(w.err)
-	}
+	wl, released := rig.releasePaused(t)
 	rig.proxy.Resume()
 	if err := testkit.Recv(t, released, 10*time.Second, "the holder's Release"); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("holder's Release: %v, want ErrNotHeld", err)
 	}
-	testkit.Recv(t, w.l.Done(), 10*time.Second, "the waiter's lease to end")
-	if cause := context.Cause(w.l.Context()); !errors.Is(cause, core.ErrLost) {
+	testkit.Recv(t, wl.Done(), 10*time.Second, "the waiter's lease to end")
+	if cause := context.Cause(wl.Context()); !errors.Is(cause, core.ErrLost) {
 		t.Fatalf("waiter's lease ended with %v, want ErrLost", cause)
 	}
-	if err := w.l.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
+	if err := wl.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("waiter's Release: %v, want ErrNotHeld", err)
 	}
 	if n, err := rig.srv.Client.Exists(ctx, "lockkit:v1:k:gone").Result(); err != nil || n != 0 {

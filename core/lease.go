@@ -30,9 +30,9 @@ type Lease struct {
 	mode       sharedMode // the side or permit a shared lease holds (0: mutex)
 	noRenew    bool
 	acquiredAt time.Time
-	// pending: the hand-off that gave this lease the lock, when it was
-	// granted before its reply (see pendingHandoff); nil otherwise.
-	pending *pendingHandoff
+	// grant: the hand-off that gave this lease the lock, granted before
+	// its reply (see grant); nil for a lease its own attempt took.
+	grant *grant
 
 	ctx    context.Context // &lctx
 	cancel context.CancelCauseFunc
@@ -218,22 +218,22 @@ func (l *Lease) lose(cause error) {
 // its way: sent before it, the give-back could overtake the script that
 // gives the lock to l's token.
 func (l *Lease) releaseLater() {
-	p := l.pending
-	if p == nil {
+	g := l.grant
+	if g == nil {
 		l.c.releaseLater(l.names, l.token)
 		return
 	}
 	giveBack := func() {
-		if p.ok || p.maybe { // else the token never held the lock
+		if g.ok || g.maybe { // else the token never held the lock
 			l.c.releaseLater(l.names, l.token)
 		}
 	}
-	if handoffDone(p) {
+	if g.replied() {
 		giveBack()
 		return
 	}
 	go func() {
-		<-p.done
+		<-g.done
 		giveBack()
 	}()
 }
@@ -244,16 +244,16 @@ func (l *Lease) releaseLater() {
 // ended first, and ErrNotHeld when the reply said the releaser no longer
 // held the lock (l is lost then).
 func (l *Lease) awaitHandoff(ctx context.Context) error {
-	p := l.pending
-	if p == nil {
+	g := l.grant
+	if g == nil {
 		return nil
 	}
 	select {
-	case <-p.done:
+	case <-g.done:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if !p.ok {
+	if !g.ok {
 		return ErrNotHeld
 	}
 	return nil
@@ -295,8 +295,8 @@ func (l *Lease) Release(ctx context.Context) error {
 		return err
 	}
 	if bctx.Err() == nil { // a call that cannot be sent hands nothing over
-		if w, p := c.pickHandoff(l); w != nil {
-			return l.handoff(ctx, bctx, w, p)
+		if w, g := c.pickHandoff(l); w != nil {
+			return l.handoff(ctx, bctx, w, g)
 		}
 	}
 	ok, err := c.b.release(bctx, l.names, l.token, l.keepsExpiry())
@@ -312,13 +312,13 @@ func (l *Lease) Release(ctx context.Context) error {
 }
 
 // handoff passes the lock to w, the head of this Client's queue, already
-// granted by pickHandoff: one script, released and re-acquired in one round
-// trip, nobody else woken, and w at work while it travels (pendingHandoff).
-func (l *Lease) handoff(ctx, bctx context.Context, w *waiter, p *pendingHandoff) error {
+// granted g by pickHandoff: one script, released and re-acquired in one
+// round trip, nobody else woken, and w at work while it travels.
+func (l *Lease) handoff(ctx, bctx context.Context, w *waiter, g *grant) error {
 	c := l.c
 	rep, err := c.b.handoff(bctx, l.names, l.token, w.req)
-	ok := err == nil && rep.ok && rep.fence == l.fence+1
-	c.finishHandoff(l.names, w, p, ok, err != nil && mayHaveRun(err), rep.queued)
+	ok := err == nil && rep.ok && rep.fence == g.fence
+	c.finishHandoff(l.names, w, g, ok, err != nil && mayHaveRun(err), rep.queued)
 	switch {
 	case err != nil:
 		// Ambiguous: the lock may be ours, or w's (whose lease finishHandoff
@@ -330,7 +330,7 @@ func (l *Lease) handoff(ctx, bctx context.Context, w *waiter, p *pendingHandoff)
 	case !rep.ok:
 		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)
 	case !ok:
-		err = fmt.Errorf("lockkit: release %q: hand-off answered fence %d, want %d", l.key, rep.fence, l.fence+1)
+		err = fmt.Errorf("lockkit: release %q: hand-off answered fence %d, want %d", l.key, rep.fence, g.fence)
 	}
 	c.obs.Released(l.ctx, l.info(), err)
 	return err

@@ -52,8 +52,8 @@ func queueArgs(ttl time.Duration) (life, grant any) {
 // costs Redis O(1) commands per hand-off however many goroutines wait. When
 // a lease of this Client releases with a waiter queued, the lock is handed
 // to that waiter in one script (no second round trip, nobody else woken),
-// and the waiter starts at once, while the script travels
-// (pendingHandoff): the round trip is off the lock's critical path.
+// and the waiter starts at once, while the script travels (grant): the
+// round trip is off the lock's critical path.
 //
 // Across processes, the head's refused attempt puts the queue (its id) in
 // the lock's wait queue in Redis, one entry per process; a release grants
@@ -148,7 +148,7 @@ type waiter struct {
 	turn chan struct{}
 	req  acquireReq
 	// grant: a releasing lease of this Client handed it the lock (the
-	// hand-off's reply may still be on its way: grant.p).
+	// hand-off's reply may still be on its way).
 	grant *grant
 	// seen0 is the queue's seen count when the waiter queued; heldAtStart:
 	// a holder was known then (a lease of this Client, or the head waiting
@@ -161,27 +161,23 @@ type waiter struct {
 	first bool
 }
 
+// grant is a hand-off from a releasing lease of this Client to a waiter,
+// made before its script is sent. The receiver holds the lock from the
+// moment it is granted: the releaser's lease was valid, and until the
+// script runs Redis has the lock under the releaser's token, after it under
+// the receiver's; both are this process's, and the releaser has stopped.
+// The receiver's fence is the releaser's + 1, as the script sets it, and
+// until the reply confirms the hand-off its lease has the releaser's
+// deadline and is not renewed; what it sends to Redis about the lock
+// (release, extend, the next hand-off) waits for the reply, so it cannot
+// overtake the script.
 type grant struct {
-	fence int64
-	sent  time.Time
-	p     *pendingHandoff
-}
-
-// pendingHandoff is a hand-off whose script is still on its way to Redis.
-// The receiver holds the lock from the moment it is granted: the
-// releaser's lease was valid, and until the script runs Redis has the lock
-// under the releaser's token, after it under the receiver's; both are this
-// process's, and the releaser has stopped. The receiver's fence is the
-// releaser's + 1, as the script sets it, and until the reply confirms the
-// hand-off its lease has the releaser's deadline and is not renewed; what
-// it sends to Redis about the lock (release, extend, the next hand-off)
-// waits for the reply, so it cannot overtake the script.
-type pendingHandoff struct {
-	done     chan struct{} // closed once the reply is in and acted on
-	deadline int64         // the releaser's deadline (ns since Client.epoch)
-	ttl      time.Duration // the receiver's TTL (for its confirmation)
+	fence    int64
 	sent     time.Time     // when the script was sent (about): the receiver's deadline counts from it
-	// Guarded by Client.qmu.
+	deadline int64         // the releaser's deadline (ns since Client.epoch)
+	done     chan struct{} // closed once the reply is in and acted on
+	// Guarded by Client.qmu (taken before the renewer's mutex where both
+	// are: grantedLease, finishHandoff).
 	settled bool // the reply is in; ok: the receiver holds the lock in Redis
 	ok      bool
 	maybe   bool   // no reply, and the script may have run: the receiver's token may hold it
@@ -191,14 +187,10 @@ type pendingHandoff struct {
 	lease   *Lease // the receiver's lease, once scheduled with the releaser's deadline
 }
 
-// handoffDone reports whether the reply of the hand-off p is in (p nil:
-// there was none).
-func handoffDone(p *pendingHandoff) bool {
-	if p == nil {
-		return true
-	}
+// replied reports whether the hand-off's reply is in and acted on.
+func (g *grant) replied() bool {
 	select {
-	case <-p.done:
+	case <-g.done:
 		return true
 	default:
 		return false
@@ -264,15 +256,13 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 		g := w.grant
 		w.grant = nil
 		q.held--
-		if g.p != nil && !g.p.settled {
-			g.p.left = true
+		if !g.settled {
+			g.left = true
 		} else {
 			c.releaseLater(n, w.req.token)
 		}
 	case w.grant != nil: // counted and logged by the hand-off
-		if w.grant.p != nil {
-			w.grant.p.claimed = true // by the grant, or its own attempt at the same time
-		}
+		w.grant.claimed = true // by the grant, or its own attempt at the same time
 	case acquired:
 		q.held++
 		q.taken(h)
@@ -296,16 +286,16 @@ func (c *Client) remove(q *keyQueue, w *waiter) {
 func (c *Client) takeGrant(w *waiter) *grant {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	if w.grant != nil && w.grant.p != nil {
-		w.grant.p.taken = true
+	if w.grant != nil {
+		w.grant.taken = true
 	}
 	return w.grant
 }
 
 // pickHandoff chooses the waiter a releasing lease l of this Client passes
-// the lock to, and grants it at once (see pendingHandoff); nil: no waiter,
-// the streak is used up, or the backend cannot hand off.
-func (c *Client) pickHandoff(l *Lease) (*waiter, *pendingHandoff) {
+// the lock to, and grants it at once (the grant it returns); nil: no
+// waiter, the streak is used up, or the backend cannot hand off.
+func (c *Client) pickHandoff(l *Lease) (*waiter, *grant) {
 	if !c.b.canHandoff() {
 		return nil, nil
 	}
@@ -324,7 +314,8 @@ func (c *Client) pickHandoff(l *Lease) (*waiter, *pendingHandoff) {
 		q.streak = 0
 		return nil, nil
 	}
-	if time.Duration(l.deadlineNs.Load()-c.monoNow()) < l.ttl/3 {
+	deadline := l.deadlineNs.Load()
+	if time.Duration(deadline-c.monoNow()) < l.ttl/3 {
 		// The releaser's lease is near its deadline (renewals are late):
 		// the receiver would start on too little. Release publicly; the
 		// head attempts once the lock is free.
@@ -332,31 +323,32 @@ func (c *Client) pickHandoff(l *Lease) (*waiter, *pendingHandoff) {
 		return nil, nil
 	}
 	w := q.waiters[0]
-	p := &pendingHandoff{done: make(chan struct{}), deadline: l.deadlineNs.Load(), ttl: w.req.ttl, sent: time.Now()}
 	c.remove(q, w)
-	w.grant = &grant{fence: l.fence + 1, sent: p.sent, p: p}
-	q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: w.grant.fence})
+	g := &grant{fence: l.fence + 1, sent: time.Now(), deadline: deadline, done: make(chan struct{})}
+	w.grant = g
+	q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: g.fence})
 	q.streak++
 	poke(w.turn) // held stays 1: the lock moves from one local lease to another
-	return w, p
+	return w, g
 }
 
-// finishHandoff applies the reply of the hand-off p to w (ok: w's token now
-// holds the lock in Redis; remote: other processes wait there) and then
-// lets everything that waited for the reply go on.
-func (c *Client) finishHandoff(n redisNames, w *waiter, p *pendingHandoff, ok, maybe, remote bool) {
-	defer close(p.done)
+// finishHandoff applies the reply of the hand-off g to w (ok: w's token now
+// holds the lock in Redis; maybe: no reply, and the script may have run;
+// remote: other processes wait there) and then lets everything that waited
+// for the reply go on.
+func (c *Client) finishHandoff(n redisNames, w *waiter, g *grant, ok, maybe, remote bool) {
+	defer close(g.done)
 	c.qmu.Lock()
 	q := c.queues[n.key] // nil once w's lease ended and nobody else is here
-	p.settled, p.ok, p.maybe = true, ok, maybe && !ok
+	g.settled, g.ok, g.maybe = true, ok, maybe
 	if q != nil && ok {
 		q.remote = remote
 	} else if q != nil {
 		q.streak = 0
 	}
-	lease, left, claimed := p.lease, p.left, p.taken || p.claimed
+	lease, left, claimed := g.lease, g.left, g.taken || g.claimed
 	if ok && lease != nil {
-		c.ren.confirm(lease, p.sent, p.ttl) // the receiver's deadline now counts from the hand-off
+		c.ren.confirm(lease, g.sent, w.req.ttl) // the receiver's deadline now counts from the hand-off
 	}
 	if !ok && !claimed && !left && q != nil {
 		// w still waits and never saw the grant: take it back. w attempts
@@ -374,7 +366,7 @@ func (c *Client) finishHandoff(n redisNames, w *waiter, p *pendingHandoff, ok, m
 	case !ok && lease != nil:
 		// w held it on the releaser's lease, which had ended in Redis (or
 		// nobody can say whether the script ran): w's lease ends, and gives
-		// its token back once p is done.
+		// its token back once g is done.
 		lease.lose(ErrLost)
 	}
 }

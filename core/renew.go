@@ -59,13 +59,18 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 		return false
 	}
 	r.setConfirmed(l, sent, l.ttl)
+	r.pushLocked(l)
+	return true
+}
+
+// pushLocked schedules l, its first event set. It wakes the scheduler only
+// if it would otherwise sleep past that event: the common acquire-release
+// cycle costs no wake-up. r.mu held.
+func (r *renewer) pushLocked(l *Lease) {
 	heap.Push(&r.h, l)
-	// Wake the scheduler only if it would otherwise sleep past this lease's
-	// first event: the common acquire-release cycle costs no wake-up.
 	if r.armed.IsZero() || l.due.Before(r.armed) {
 		poke(r.kick)
 	}
-	return true
 }
 
 // startLocked starts the two goroutines on the first lease; false once
@@ -96,10 +101,7 @@ func (r *renewer) addPending(l *Lease, deadline int64) bool {
 	l.deadlineNs.Store(deadline)
 	l.inflight = true
 	l.due = l.deadline()
-	heap.Push(&r.h, l)
-	if r.armed.IsZero() || l.due.Before(r.armed) {
-		poke(r.kick)
-	}
+	r.pushLocked(l)
 	return true
 }
 
