@@ -19,10 +19,11 @@ type backend interface {
 	// keepExpiry: the lock's expiry is known to lie between fenceKeepMin
 	// and 3×fenceKeep from now (Lease.keepsExpiry), so the script leaves it.
 	release(ctx context.Context, n redisNames, token string, keepExpiry bool) (released bool, err error)
-	// handoff passes the lock from the owner token from straight to the
-	// waiter to, in one step; the reply's ok is false when from did not hold
-	// it. Only when canHandoff.
-	handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error)
+	// handoffs passes the lock along the hand-offs gs, in their order: each
+	// from the owner token g.from straight to the waiter g.w, in one step.
+	// It records each one's reply in it (rep, err); rep.ok is false when
+	// g.from did not hold the lock. Only when canHandoff.
+	handoffs(ctx context.Context, n redisNames, gs []*grant)
 	canHandoff() bool
 	// extend resets the TTL if token still owns it; false: it did not.
 	extend(ctx context.Context, n redisNames, token string, ttl time.Duration) (bool, error)

@@ -66,7 +66,9 @@
 // next one does not wait for: it holds the lock from the grant, on the
 // releaser's validity and with the releaser's token + 1, until the reply
 // confirms it (or, if the releaser no longer held the lock, ends the lease
-// with ErrLost); across
+// with ErrLost). It may hand on before that reply: a key's hand-off scripts
+// go in order, those granted while one travels as one pipeline behind it,
+// so a hot key is not held to one hand-off per round trip; across
 // processes, the lock keeps a wait queue in Redis, one entry per waiting
 // Client, and a release grants the lock to the first of them in the same
 // step and wakes only that one, so processes are served in turn (a Client's

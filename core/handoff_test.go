@@ -2,8 +2,11 @@ package core_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,9 +30,10 @@ type handoffRig struct {
 	holder *core.Lease
 	waiter <-chan acquired
 	ctx    context.Context
+	key    string
 }
 
-func newHandoffRig(t *testing.T, key string) *handoffRig {
+func newHandoffRig(t *testing.T, key string, waiterOpts ...core.AcquireOption) *handoffRig {
 	t.Helper()
 	srv := redistest.Start(t)
 	p, err := tcpproxy.New(srv.Addr())
@@ -45,9 +49,9 @@ func newHandoffRig(t *testing.T, key string) *handoffRig {
 		t.Fatal(err)
 	}
 	queued := make(chan struct{}, 1)
-	waiter := startWaiter(context.WithValue(ctx, signalKey{}, queued), c, key)
+	waiter := startWaiter(context.WithValue(ctx, signalKey{}, queued), c, key, waiterOpts...)
 	testkit.Recv(t, queued, 10*time.Second, "the waiter queued behind the holder")
-	return &handoffRig{srv: srv, proxy: p, c: c, holder: holder, waiter: waiter, ctx: ctx}
+	return &handoffRig{srv: srv, proxy: p, c: c, holder: holder, waiter: waiter, ctx: ctx, key: key}
 }
 
 // releasePaused pauses the proxy, so that no script reaches Redis, starts
@@ -120,6 +124,27 @@ func TestHandoffReceiverStartsBeforeReply(t *testing.T) {
 	}
 }
 
+// A receiver with a shorter TTL than the releaser's starts on no more than
+// its own TTL: until the reply, Redis is sure to keep the lock for the
+// releaser's validity, and for the receiver's TTL from when the script
+// runs, which is after the grant; the releaser's 30 s would outlive a 2 s
+// expiry set by a script that then ran.
+func TestHandoffProvisionalWithinReceiverTTL(t *testing.T) {
+	rig := newHandoffRig(t, "short", core.TTL(2*time.Second))
+	before := time.Now()
+	wl, released := rig.releasePaused(t)
+	if !wl.Until().Before(before.Add(2*time.Second)) || !wl.Until().Before(rig.holder.Until()) {
+		t.Fatalf("unconfirmed 2s lease valid until %v (holder's %v): want within 2s of the grant", wl.Until().Sub(before), rig.holder.Until().Sub(before))
+	}
+	rig.proxy.Resume()
+	if err := testkit.Recv(t, released, 10*time.Second, "the holder's Release"); err != nil {
+		t.Fatalf("holder's Release: %v", err)
+	}
+	if err := wl.Release(rig.ctx); err != nil {
+		t.Fatalf("waiter's Release: %v", err)
+	}
+}
+
 // When the holder no longer holds the lock in Redis (an operator deleted
 // it), the hand-off fails: the waiter, which started on the holder's
 // lease, loses its lease (context ended with ErrLost), its Release says
@@ -147,6 +172,118 @@ func TestHandoffUnconfirmedLosesReceiver(t *testing.T) {
 		t.Fatalf("lock hash exists=%d (%v) after both ended", n, err)
 	}
 	l, err := rig.c.TryAcquire(ctx, "gone")
+	if err != nil {
+		t.Fatalf("the same Client afterwards: %v", err)
+	}
+	_ = l.Release(ctx)
+}
+
+// queueSecond queues a second waiter of the rig's Client behind the first.
+func (r *handoffRig) queueSecond(t *testing.T) <-chan acquired {
+	t.Helper()
+	queued := make(chan struct{}, 1)
+	w := startWaiter(context.WithValue(r.ctx, signalKey{}, queued), r.c, r.key)
+	testkit.Recv(t, queued, 10*time.Second, "the second waiter queued")
+	return w
+}
+
+// handOn has the first waiter's lease wl release while its own hand-off is
+// still paused at the proxy, and returns the second waiter's lease, which
+// it must be granted at once, and that Release's result.
+func handOn(t *testing.T, wl *core.Lease, second <-chan acquired) (*core.Lease, <-chan error) {
+	t.Helper()
+	released := make(chan error, 1)
+	go func() { released <- wl.Release(context.Background()) }()
+	w := testkit.Recv(t, second, 10*time.Second, "the second waiter, granted before the first hand-off's reply")
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	return w.l, released
+}
+
+// A receiver hands on before its own hand-off's reply: with the proxy
+// paused, so that no script reaches Redis, the holder's Release grants the
+// first waiter, whose Release grants the second waiter the holder's token
+// + 2 while both Releases wait. Redis names the holder all along, so
+// another process is refused. Once the proxy resumes, the two scripts run
+// in order (the second behind the first, on one connection): both Releases
+// succeed, and Redis has the second waiter's token, whose lease is
+// confirmed.
+func TestHandoffLineRunsAhead(t *testing.T) {
+	rig := newHandoffRig(t, "line")
+	other := newClient(t, rig.srv)
+	ctx := rig.ctx
+	second := rig.queueSecond(t)
+	wl, released := rig.releasePaused(t)
+	wl2, released2 := handOn(t, wl, second)
+	if wl2.Token() != rig.holder.Token()+2 {
+		t.Fatalf("second waiter's token %d, want the holder's %d + 2", wl2.Token(), rig.holder.Token())
+	}
+	if !wl2.Until().Equal(rig.holder.Until()) {
+		t.Fatalf("second unconfirmed lease valid until %v, want the holder's deadline %v", wl2.Until(), rig.holder.Until())
+	}
+	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:line", "f").Int64(); err != nil || f != rig.holder.Token() {
+		t.Fatalf("Redis has fence %d (%v) while both scripts wait, want the holder's %d", f, err, rig.holder.Token())
+	}
+	if _, err := other.TryAcquire(ctx, "line"); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("another process while two hand-offs wait: %v, want ErrNotAcquired", err)
+	}
+	rig.proxy.Resume()
+	for i, ch := range []<-chan error{released, released2} {
+		if err := testkit.Recv(t, ch, 10*time.Second, "a Release of the line"); err != nil {
+			t.Fatalf("Release %d of the line: %v", i+1, err)
+		}
+	}
+	testkit.WaitFor(t, 10*time.Second, "the second waiter's lease confirmed", func() bool { return wl2.Until().After(rig.holder.Until()) })
+	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:line", "f").Int64(); err != nil || f != wl2.Token() {
+		t.Fatalf("Redis has fence %d (%v), want the second waiter's %d", f, err, wl2.Token())
+	}
+	if err := wl2.Release(ctx); err != nil {
+		t.Fatalf("second waiter's Release: %v", err)
+	}
+	l, err := other.TryAcquire(ctx, "line")
+	if err != nil || l.Token() <= wl2.Token() {
+		t.Fatalf("another process afterwards: %v, token %v after %d", err, l, wl2.Token())
+	}
+}
+
+// A line of hand-offs breaks at its first: the holder no longer holds the
+// lock in Redis (an operator deleted it) when the first hand-off runs. The
+// first waiter, and the second, whom it handed on to before the reply,
+// both lose their leases (ErrLost); all three Releases say ErrNotHeld; the
+// second hand-off is never sent (Redis ran one hand-off script), and
+// nothing is left in Redis.
+func TestHandoffLineBreaks(t *testing.T) {
+	rig := newHandoffRig(t, "broken")
+	ctx := rig.ctx
+	second := rig.queueSecond(t)
+	if n, err := rig.srv.Client.Del(ctx, "lockkit:v1:k:broken").Result(); err != nil || n != 1 {
+		t.Fatalf("DEL = %d %v", n, err)
+	}
+	handoffs := scriptRuns(t, rig.srv, "handoff.lua")
+	wl, released := rig.releasePaused(t)
+	wl2, released2 := handOn(t, wl, second)
+	rig.proxy.Resume()
+	for i, ch := range []<-chan error{released, released2} {
+		if err := testkit.Recv(t, ch, 10*time.Second, "a Release of the line"); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("Release %d of the line: %v, want ErrNotHeld", i+1, err)
+		}
+	}
+	testkit.Recv(t, wl2.Done(), 10*time.Second, "the second waiter's lease to end")
+	if cause := context.Cause(wl2.Context()); !errors.Is(cause, core.ErrLost) {
+		t.Fatalf("second waiter's lease ended with %v, want ErrLost", cause)
+	}
+	if err := wl2.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("second waiter's Release: %v, want ErrNotHeld", err)
+	}
+	if n := handoffs(); n != 1 {
+		t.Fatalf("%d hand-off scripts reached Redis, want 1 (the second must not be sent)", n)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the give-backs done", func() bool {
+		n, err := rig.srv.Client.Exists(ctx, "lockkit:v1:k:broken").Result()
+		return err == nil && n == 0
+	})
+	l, err := rig.c.TryAcquire(ctx, "broken")
 	if err != nil {
 		t.Fatalf("the same Client afterwards: %v", err)
 	}
@@ -264,4 +401,34 @@ func (h *handoffCounter) AcquireEnd(ctx context.Context, _ core.AcquireInfo, res
 		h.n.Add(1)
 	}
 	return ctx
+}
+
+// scriptRuns logs every command srv runs from now on (the slow log, with a
+// threshold of 0) and returns a count of the runs of scripts/<file> so far.
+func scriptRuns(t *testing.T, srv *redistest.Server, file string) func() int {
+	t.Helper()
+	src, err := os.ReadFile("scripts/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := fmt.Sprintf("%x", sha1.Sum(src))
+	ctx := testkit.Context(t, 5*time.Second)
+	for _, c := range [][]any{{"config", "set", "slowlog-log-slower-than", 0}, {"config", "set", "slowlog-max-len", 10000}, {"slowlog", "reset"}} {
+		if err := srv.Client.Do(ctx, c...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func() int {
+		log, err := srv.Client.SlowLogGet(testkit.Context(t, 5*time.Second), -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range log {
+			if len(e.Args) > 1 && strings.EqualFold(e.Args[0], "evalsha") && e.Args[1] == sha {
+				n++
+			}
+		}
+		return n
+	}
 }

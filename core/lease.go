@@ -283,6 +283,13 @@ func (l *Lease) Release(ctx context.Context) error {
 	// without deadline is a Redis that did not answer (ErrUnavailable).
 	bctx := l.bound.bound(ctx, c.cfg.releaseTimeout)
 	defer l.bound.end()
+	if bctx.Err() == nil { // a call that cannot be sent hands nothing over
+		// Before the reply of the hand-off that gave l the lock, if one is
+		// on its way: the next hand-off follows it in the lock's line.
+		if g, q, lead := c.pickHandoff(l); g != nil {
+			return l.handoff(ctx, bctx, q, g, lead)
+		}
+	}
 	if err := l.awaitHandoff(bctx); err != nil {
 		l.releaseLater() // once the hand-off's reply is in, if the token may hold the lock
 		if !errors.Is(err, ErrNotHeld) {
@@ -293,11 +300,6 @@ func (l *Lease) Release(ctx context.Context) error {
 		c.localRelease(l.names.key)
 		c.obs.Released(l.ctx, l.info(), err)
 		return err
-	}
-	if bctx.Err() == nil { // a call that cannot be sent hands nothing over
-		if w, g := c.pickHandoff(l); w != nil {
-			return l.handoff(ctx, bctx, w, g)
-		}
 	}
 	ok, err := c.b.release(bctx, l.names, l.token, l.keepsExpiry())
 	c.localRelease(l.names.key)
@@ -311,26 +313,45 @@ func (l *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-// handoff passes the lock to w, the head of this Client's queue, already
+// handoff passes the lock to the head of this Client's queue, already
 // granted g by pickHandoff: one script, released and re-acquired in one
-// round trip, nobody else woken, and w at work while it travels.
-func (l *Lease) handoff(ctx, bctx context.Context, w *waiter, g *grant) error {
+// round trip, nobody else woken, and the receiver at work while it
+// travels. lead: this call sends it (and hands the hand-offs granted
+// meanwhile to a goroutine of the Client); else it is in the lock's line
+// behind a batch on its way, and this call waits for its reply.
+func (l *Lease) handoff(ctx, bctx context.Context, q *keyQueue, g *grant, lead bool) error {
 	c := l.c
-	rep, err := c.b.handoff(bctx, l.names, l.token, w.req)
-	ok := err == nil && rep.ok && rep.fence == g.fence
-	c.finishHandoff(l.names, w, g, ok, err != nil && mayHaveRun(err), rep.queued)
-	switch {
-	case err != nil:
-		// Ambiguous: the lock may be ours, or w's (whose lease finishHandoff
-		// ended: a lease is only kept on a confirmed hand-off). Give ours back.
-		if mayHaveRun(err) {
-			c.releaseAfter(l.names, l.token, err)
+	if lead {
+		if next := c.sendHops(bctx, q, []*grant{g}); next != nil {
+			base := context.WithoutCancel(bctx)
+			c.background(func() {
+				for next != nil {
+					hctx, cancel := context.WithTimeout(base, c.cfg.releaseTimeout)
+					next = c.sendHops(hctx, q, next)
+					cancel()
+				}
+			})
 		}
-		err = c.callErr(ctx, "release", l.key, err)
-	case !rep.ok:
+	}
+	var err error
+	select {
+	case <-g.done:
+	case <-bctx.Done():
+		// The hand-off still goes, in its turn; its reply decides the
+		// receiver's lease. This caller only stops waiting for it.
+		err = c.callErr(ctx, "release", l.key, bctx.Err())
+		c.obs.Released(l.ctx, l.info(), err)
+		return err
+	}
+	switch {
+	case errors.Is(g.err, errLineBroken):
+		err = fmt.Errorf("lockkit: release %q: %w (the hand-off that gave it was not confirmed)", l.key, ErrNotHeld)
+	case g.err != nil:
+		err = c.callErr(ctx, "release", l.key, g.err)
+	case !g.rep.ok:
 		err = fmt.Errorf("lockkit: release %q: %w (expired or removed on the server)", l.key, ErrNotHeld)
-	case !ok:
-		err = fmt.Errorf("lockkit: release %q: hand-off answered fence %d, want %d", l.key, rep.fence, g.fence)
+	case g.rep.fence != g.fence:
+		err = fmt.Errorf("lockkit: release %q: hand-off answered fence %d, want %d", l.key, g.rep.fence, g.fence)
 	}
 	c.obs.Released(l.ctx, l.info(), err)
 	return err

@@ -45,6 +45,19 @@ func (p *primary) waitCmd(ctx context.Context, pipe redis.Pipeliner) *redis.Cmd 
 	return pipe.Do(ctx, "wait", p.ack.replicas, p.ack.timeout.Milliseconds())
 }
 
+// acked is the verdict of a WAIT sent after writes: nil when enough
+// replicas acknowledged them.
+func (p *primary) acked(wait *redis.Cmd) error {
+	n, err := wait.Int64()
+	if err != nil {
+		return err
+	}
+	if int(n) < p.ack.replicas {
+		return fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, n, p.ack.replicas, p.ack.timeout)
+	}
+	return nil
+}
+
 // run runs one script; with WithReplicaAck it sends WAIT in the same
 // pipeline (so on the same connection, which is what WAIT counts) and fails
 // when fewer replicas acknowledged.
@@ -66,10 +79,8 @@ func (p *primary) run(ctx context.Context, s *script, keys []string, args ...any
 			continue
 		}
 		if cmd.Err() == nil {
-			if n, err := wait.Int64(); err != nil {
+			if err := p.acked(wait); err != nil {
 				cmd.SetErr(err)
-			} else if int(n) < p.ack.replicas {
-				cmd.SetErr(fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, n, p.ack.replicas, p.ack.timeout))
 			}
 		}
 		break
@@ -176,7 +187,10 @@ func (p *primary) release(ctx context.Context, n redisNames, token string, keepE
 }
 
 func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error) {
-	res, err := p.run(ctx, handoffScript, []string{n.key}, from, to.token, ms(to.ttl), to.owner, to.meta).Slice()
+	return handoffReply(p.run(ctx, handoffScript, []string{n.key}, from, to.token, ms(to.ttl), to.owner, to.meta).Slice())
+}
+
+func handoffReply(res []any, err error) (acquireReply, error) {
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -184,6 +198,64 @@ func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acq
 		return acquireReply{ok: true, fence: asInt(res[1]), queued: len(res) >= 3 && asInt(res[2]) == 1}, nil
 	}
 	return acquireReply{}, nil
+}
+
+// handoffs runs the hand-offs gs of one lock, in their order, and records
+// each one's reply in it (rep, err). One alone is one script; several go as
+// one pipeline on one connection, so Redis runs them in order: each takes
+// the lock from the token the one before gave it to.
+func (p *primary) handoffs(ctx context.Context, n redisNames, gs []*grant) {
+	if len(gs) == 1 {
+		g := gs[0]
+		g.rep, g.err = p.handoff(ctx, n, g.from, g.w.req)
+		return
+	}
+	keys := []string{n.key}
+	cmds, ackErr := p.pipelined(ctx, len(gs), func(pipe redis.Pipeliner, i int, eval bool) *redis.Cmd {
+		g := gs[i]
+		args := []any{g.from, g.w.req.token, ms(g.w.req.ttl), g.w.req.owner, g.w.req.meta}
+		if eval {
+			return handoffScript.Eval(ctx, pipe, keys, args...)
+		}
+		return handoffScript.EvalSha(ctx, pipe, keys, args...)
+	})
+	for i, g := range gs {
+		g.rep, g.err = handoffReply(cmds[i].Slice())
+		if g.err == nil && ackErr != nil {
+			g.rep, g.err = acquireReply{}, ackErr // confirmed by the primary only: unconfirmed
+		}
+	}
+}
+
+// pipelined sends n script calls (call(pipe, i, eval) queues the i-th) as
+// one pipeline, in order: with EVALSHA, then, in a second pipeline and still
+// in order, the calls whose script the server lost (SCRIPT FLUSH, restart)
+// with EVAL. With WithReplicaAck a WAIT ends each pipeline; ackErr is the
+// last one's verdict.
+func (p *primary) pipelined(ctx context.Context, n int, call func(pipe redis.Pipeliner, i int, eval bool) *redis.Cmd) (cmds []*redis.Cmd, ackErr error) {
+	cmds = make([]*redis.Cmd, n)
+	var wait *redis.Cmd
+	for pass := range 2 {
+		pipe := p.rdb.Pipeline()
+		sent := 0
+		for i := range n {
+			if pass == 0 || isNoScript(cmds[i].Err()) {
+				cmds[i] = call(pipe, i, pass == 1)
+				sent++
+			}
+		}
+		if sent == 0 {
+			break
+		}
+		if p.ack.replicas > 0 {
+			wait = p.waitCmd(ctx, pipe)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+	if wait != nil {
+		ackErr = p.acked(wait)
+	}
+	return cmds, ackErr
 }
 
 func (p *primary) canHandoff() bool { return true }
@@ -194,45 +266,15 @@ func (p *primary) extend(ctx context.Context, n redisNames, token string, ttl ti
 }
 
 // renew sends the whole batch as one pipeline of EVALSHA (the cluster client
-// splits it per node). Scripts the server lost (SCRIPT FLUSH, restart) are
-// re-sent with EVAL in a second pipeline.
+// splits it per node); scripts the server lost are re-sent with EVAL.
 func (p *primary) renew(ctx context.Context, batch []renewal) {
-	cmds := make([]*redis.Cmd, len(batch))
-	pipe := p.rdb.Pipeline()
-	for i := range batch {
+	cmds, ackErr := p.pipelined(ctx, len(batch), func(pipe redis.Pipeliner, i int, eval bool) *redis.Cmd {
 		b := &batch[i]
-		cmds[i] = b.names.kind.extendScript().EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
-	}
-	var wait *redis.Cmd
-	if p.ack.replicas > 0 {
-		wait = p.waitCmd(ctx, pipe)
-	}
-	_, _ = pipe.Exec(ctx)
-	var retry []int
-	for i, c := range cmds {
-		if isNoScript(c.Err()) {
-			retry = append(retry, i)
+		if eval {
+			return b.names.kind.extendScript().Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
 		}
-	}
-	if len(retry) > 0 {
-		pipe = p.rdb.Pipeline()
-		for _, i := range retry {
-			b := &batch[i]
-			cmds[i] = b.names.kind.extendScript().Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
-		}
-		if p.ack.replicas > 0 {
-			wait = p.waitCmd(ctx, pipe)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
-	var ackErr error
-	if wait != nil {
-		if n, err := wait.Int64(); err != nil {
-			ackErr = err
-		} else if int(n) < p.ack.replicas {
-			ackErr = fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, n, p.ack.replicas, p.ack.timeout)
-		}
-	}
+		return b.names.kind.extendScript().EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+	})
 	for i, c := range cmds {
 		v, err := c.Int64()
 		if err == nil && v == 1 && ackErr != nil {

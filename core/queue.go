@@ -1,6 +1,8 @@
 package core
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"time"
 )
@@ -88,6 +90,13 @@ type keyQueue struct {
 	// last hand-off's reply said other processes wait.
 	run    int
 	remote bool
+	// The line of hand-offs in Redis (sendHops): sending, a batch of this
+	// lock's hand-off scripts is on its way; hops, those granted since, in
+	// order, which go as the next batch once its reply is in. A receiver
+	// can hand on before its own hand-off's reply: its script follows the
+	// one that gives it the lock on the same connection.
+	sending bool
+	hops    []*grant
 	// sub is the notification subscription shared by successive heads while
 	// the queue has waiters, so a hand-off inside the process does not
 	// resubscribe.
@@ -172,6 +181,8 @@ type waiter struct {
 // (release, extend, the next hand-off) waits for the reply, so it cannot
 // overtake the script.
 type grant struct {
+	from     string  // the releaser's token: the script takes the lock from it
+	w        *waiter // the receiver
 	fence    int64
 	sent     time.Time     // when the script was sent (about): the receiver's deadline counts from it
 	deadline int64         // the releaser's deadline (ns since Client.epoch)
@@ -185,6 +196,12 @@ type grant struct {
 	claimed bool   // the receiver's acquire ended holding the lock (grant or own attempt)
 	left    bool   // the receiver gave up before the reply: give the token back on success
 	lease   *Lease // the receiver's lease, once scheduled with the releaser's deadline
+	// broken: this hand-off failed, or one before it in the lock's line of
+	// hand-offs did (sendHops), so its receiver cannot hand on.
+	broken bool
+	// The reply (backend.handoffs), written before done closes.
+	rep acquireReply
+	err error
 }
 
 // replied reports whether the hand-off's reply is in and acted on.
@@ -293,17 +310,20 @@ func (c *Client) takeGrant(w *waiter) *grant {
 }
 
 // pickHandoff chooses the waiter a releasing lease l of this Client passes
-// the lock to, and grants it at once (the grant it returns); nil: no
-// waiter, the streak is used up, or the backend cannot hand off.
-func (c *Client) pickHandoff(l *Lease) (*waiter, *grant) {
+// the lock to, grants it at once and puts the grant in the lock's line of
+// hand-offs (nil: no waiter, the streak is used up, l's own hand-off
+// failed, or the backend cannot hand off). lead: no batch of this lock is
+// on its way, so the caller sends this one itself (sendHops); else it goes
+// with the next batch.
+func (c *Client) pickHandoff(l *Lease) (g *grant, q *keyQueue, lead bool) {
 	if !c.b.canHandoff() {
-		return nil, nil
+		return nil, nil, false
 	}
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[l.names.key]
-	if q == nil || q.held != 1 || len(q.waiters) == 0 {
-		return nil, nil
+	q = c.queues[l.names.key]
+	if q == nil || q.held != 1 || len(q.waiters) == 0 || (l.grant != nil && l.grant.broken) {
+		return nil, nil, false
 	}
 	if q.streak == 0 {
 		q.run = len(q.waiters)
@@ -312,32 +332,103 @@ func (c *Client) pickHandoff(l *Lease) (*waiter, *grant) {
 		// Release publicly: the first process in Redis's wait queue gets
 		// the lock, or, with nobody there, whoever asks first.
 		q.streak = 0
-		return nil, nil
+		return nil, nil, false
 	}
+	now := c.monoNow()
 	deadline := l.deadlineNs.Load()
-	if time.Duration(deadline-c.monoNow()) < l.ttl/3 {
+	if time.Duration(deadline-now) < l.ttl/3 {
 		// The releaser's lease is near its deadline (renewals are late):
 		// the receiver would start on too little. Release publicly; the
 		// head attempts once the lock is free.
 		q.streak = 0
-		return nil, nil
+		return nil, nil, false
 	}
 	w := q.waiters[0]
 	c.remove(q, w)
-	g := &grant{fence: l.fence + 1, sent: time.Now(), deadline: deadline, done: make(chan struct{})}
+	// Until the reply, the receiver holds on what Redis is sure to keep:
+	// the releaser's validity, and no longer than its own TTL from now
+	// (the script sets that expiry when it runs, later than now).
+	ttl := w.req.ttl
+	deadline = min(deadline, now+(ttl-c.b.drift(ttl)).Nanoseconds())
+	g = &grant{from: l.token, w: w, fence: l.fence + 1, sent: time.Now(), deadline: deadline, done: make(chan struct{})}
 	w.grant = g
 	q.met1(Holder{Owner: w.req.owner, Metadata: w.req.meta, TTL: w.req.ttl, Token: g.fence})
 	q.streak++
+	if q.sending {
+		q.hops = append(q.hops, g)
+	} else {
+		q.sending, lead = true, true
+	}
 	poke(w.turn) // held stays 1: the lock moves from one local lease to another
-	return w, g
+	return g, q, lead
 }
+
+// sendHops sends batch, the next hand-offs of q's lock in grant order, in
+// one round trip and applies the replies; it returns the hand-offs granted
+// meanwhile, which go next (nil: none, and the line is idle).
+//
+// A hand-off that failed breaks the line from there: its receiver, and
+// every receiver after it, started on a lease Redis may not have. They all
+// fail (the ones not sent are not sent), the latest first, before any
+// token that may hold the lock is given back, so nobody of this process
+// still believes it holds once the lock can be free.
+func (c *Client) sendHops(ctx context.Context, q *keyQueue, batch []*grant) []*grant {
+	c.b.handoffs(ctx, q.names, batch)
+	n := q.names
+	brk := slices.IndexFunc(batch, func(g *grant) bool { return !g.replyOK() })
+	c.qmu.Lock()
+	next := q.hops
+	q.hops = nil
+	if brk >= 0 {
+		for _, g := range batch[brk:] {
+			g.broken = true
+		}
+		for _, g := range next {
+			g.broken, g.err = true, errLineBroken
+		}
+		batch, next = append(batch, next...), nil
+	}
+	if len(next) == 0 {
+		q.sending = false
+	}
+	c.qmu.Unlock()
+	if brk < 0 {
+		for _, g := range batch {
+			c.finishHandoff(n, g, true, false)
+		}
+		return next
+	}
+	for i := len(batch) - 1; i >= 0; i-- {
+		g := batch[i]
+		c.finishHandoff(n, g, g.replyOK(), g.err != nil && !errors.Is(g.err, errLineBroken) && mayHaveRun(g.err))
+	}
+	// The releasers' tokens that may hold the lock go back: one whose
+	// script failed without a reply, one whose script was not sent (the
+	// hand-off before it may have given it the lock). A receiver's token
+	// goes back with its lease (Lease.lose), or is the head's again when
+	// its grant is taken back.
+	for _, g := range batch[brk:] {
+		if g.err != nil && (errors.Is(g.err, errLineBroken) || mayHaveRun(g.err)) {
+			c.releaseLater(n, g.from)
+		}
+	}
+	return nil
+}
+
+// errLineBroken is the error of a hand-off never sent: one before it in
+// the lock's line failed, so its releaser may not have held the lock.
+var errLineBroken = errors.New("lockkit: a hand-off before this one was not confirmed")
+
+// replyOK: the hand-off's reply says its receiver now holds the lock.
+func (g *grant) replyOK() bool { return g.err == nil && g.rep.ok && g.rep.fence == g.fence }
 
 // finishHandoff applies the reply of the hand-off g to w (ok: w's token now
 // holds the lock in Redis; maybe: no reply, and the script may have run;
 // remote: other processes wait there) and then lets everything that waited
 // for the reply go on.
-func (c *Client) finishHandoff(n redisNames, w *waiter, g *grant, ok, maybe, remote bool) {
+func (c *Client) finishHandoff(n redisNames, g *grant, ok, maybe bool) {
 	defer close(g.done)
+	w, remote := g.w, g.rep.queued
 	c.qmu.Lock()
 	q := c.queues[n.key] // nil once w's lease ended and nobody else is here
 	g.settled, g.ok, g.maybe = true, ok, maybe
