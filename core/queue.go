@@ -177,15 +177,16 @@ type waiter struct {
 // the receiver's; both are this process's, and the releaser has stopped.
 // The receiver's fence is the releaser's + 1, as the script sets it, and
 // until the reply confirms the hand-off its lease has the releaser's
-// deadline and is not renewed; what it sends to Redis about the lock
-// (release, extend, the next hand-off) waits for the reply, so it cannot
-// overtake the script.
+// deadline (capped by its own TTL from the grant) and is not renewed; what
+// it sends to Redis about the lock (release, extend, give-backs) waits for
+// the reply, so it cannot overtake the script, and a hand-off on to the
+// next waiter follows the script in the lock's line (keyQueue.hops).
 type grant struct {
 	from     string  // the releaser's token: the script takes the lock from it
 	w        *waiter // the receiver
 	fence    int64
 	sent     time.Time     // when the script was sent (about): the receiver's deadline counts from it
-	deadline int64         // the releaser's deadline (ns since Client.epoch)
+	deadline int64         // the receiver's until the reply: the releaser's, capped by its TTL from the grant (ns since Client.epoch)
 	done     chan struct{} // closed once the reply is in and acted on
 	// Guarded by Client.qmu (taken before the renewer's mutex where both
 	// are: grantedLease, finishHandoff).
