@@ -168,7 +168,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	elapsed := time.Since(start)
 	b.StopTimer()
 	cpu := redisCPU(ctx, srv.Client) - cpu0
-	stats, err := commandStats(ctx, srv.Client)
+	stats, err := redistest.CommandStats(ctx, srv.Client)
 	if err != nil {
 		b.Fatal(err)
 	}

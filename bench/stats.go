@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,39 +47,15 @@ func redisCPU(ctx context.Context, rdb *redis.Client) time.Duration {
 	return time.Duration(total * float64(time.Second))
 }
 
-// commandStats reads INFO commandstats: microseconds spent per command name
-// (lower case) since the last CONFIG RESETSTAT.
-func commandStats(ctx context.Context, rdb *redis.Client) (map[string]float64, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return nil, err
-	}
-	usec := map[string]float64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		name, found := strings.CutPrefix(name, "cmdstat_")
-		if !ok || !found {
-			continue
-		}
-		for _, f := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(f, "usec="); ok {
-				x, _ := strconv.ParseFloat(v, 64)
-				usec[strings.ReplaceAll(name, "|", " ")] = x
-			}
-		}
-	}
-	return usec, nil
-}
-
 // serverTime is Redis's own time for the commands a library sent, by INFO
 // commandstats: the server-side cost of its cycles without the system calls
 // that read and write them, which every library pays per round trip alike.
 // Only the commands it sent count: a script's line already includes the
 // commands it calls, which Redis 7.0 also counts on their own lines.
-func serverTime(stats map[string]float64, sent []string) time.Duration {
+func serverTime(stats map[string]redistest.CommandStat, sent []string) time.Duration {
 	var usec float64
 	for _, name := range sent {
-		usec += stats[name]
+		usec += stats[name].Usec
 	}
 	return time.Duration(usec * float64(time.Microsecond))
 }

@@ -223,19 +223,9 @@ func BenchmarkFeatureCost(b *testing.B) {
 // commands it runs, which Redis 7.0 also lists on their own lines), in
 // microseconds.
 func commandUsec(b *testing.B, rdb *redis.Client) float64 {
-	s, err := rdb.Info(context.Background(), "commandstats").Result()
+	st, err := redistest.CommandStats(context.Background(), rdb)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for _, line := range strings.Split(s, "\n") {
-		top := strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") || strings.HasPrefix(line, "cmdstat_wait:")
-		if i := strings.Index(line, "usec="); top && i >= 0 {
-			f := strings.SplitN(line[i+len("usec="):], ",", 2)[0]
-			if v, err := strconv.ParseFloat(f, 64); err == nil {
-				total += v
-			}
-		}
-	}
-	return total
+	return st["evalsha"].Usec + st["eval"].Usec + st["wait"].Usec
 }

@@ -95,17 +95,9 @@ func nodeStats(t *testing.T, s *redistest.Server) map[string]int64 {
 	t.Helper()
 	ctx := testkit.Context(t, 5*time.Second)
 	out := map[string]int64{}
-	cmd, err := s.Client.Info(ctx, "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(cmd, "\n") {
-		for _, name := range []string{"publish", "spublish"} {
-			if rest, ok := strings.CutPrefix(l, "cmdstat_"+name+":calls="); ok {
-				n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
-				out["cmdstat_"+name] = n
-			}
-		}
+	calls := cmdCalls(t, s)
+	for _, name := range []string{"publish", "spublish"} {
+		out["cmdstat_"+name] = calls[name]
 	}
 	info, err := s.Client.ClusterInfo(ctx).Result()
 	if err != nil {

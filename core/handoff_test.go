@@ -131,10 +131,10 @@ func TestHandoffReceiverStartsBeforeReply(t *testing.T) {
 // expiry set by a script that then ran.
 func TestHandoffProvisionalWithinReceiverTTL(t *testing.T) {
 	rig := newHandoffRig(t, "short", core.TTL(2*time.Second))
-	before := time.Now()
 	wl, released := rig.releasePaused(t)
-	if !wl.Until().Before(before.Add(2*time.Second)) || !wl.Until().Before(rig.holder.Until()) {
-		t.Fatalf("unconfirmed 2s lease valid until %v (holder's %v): want within 2s of the grant", wl.Until().Sub(before), rig.holder.Until().Sub(before))
+	granted := time.Now() // the grant came before
+	if wl.Until().After(granted.Add(2*time.Second)) || !wl.Until().Before(rig.holder.Until()) {
+		t.Fatalf("unconfirmed 2s lease valid until %v from now (holder's %v): want within 2s of the grant", wl.Until().Sub(granted), rig.holder.Until().Sub(granted))
 	}
 	rig.proxy.Resume()
 	if err := testkit.Recv(t, released, 10*time.Second, "the holder's Release"); err != nil {

@@ -223,19 +223,12 @@ func (l *Lease) releaseLater() {
 		l.c.releaseLater(l.names, l.token)
 		return
 	}
-	giveBack := func() {
+	l.c.background(func() {
+		<-g.done             // closed by the hand-off's sender, within the release timeout
 		if g.ok || g.maybe { // else the token never held the lock
-			l.c.releaseLater(l.names, l.token)
+			l.c.giveBack(l.names, l.token)
 		}
-	}
-	if g.replied() {
-		giveBack()
-		return
-	}
-	go func() {
-		<-g.done
-		giveBack()
-	}()
+	})
 }
 
 // awaitHandoff waits, bounded by ctx, for the reply of the hand-off that
@@ -295,7 +288,7 @@ func (l *Lease) Release(ctx context.Context) error {
 		if !errors.Is(err, ErrNotHeld) {
 			err = c.callErr(ctx, "release", l.key, err)
 		} else {
-			err = fmt.Errorf("lockkit: release %q: %w (the hand-off that gave it was not confirmed)", l.key, ErrNotHeld)
+			err = handoffUnconfirmed(l.key)
 		}
 		c.localRelease(l.names.key)
 		c.obs.Released(l.ctx, l.info(), err)
@@ -345,7 +338,7 @@ func (l *Lease) handoff(ctx, bctx context.Context, q *keyQueue, g *grant, lead b
 	}
 	switch {
 	case errors.Is(g.err, errLineBroken):
-		err = fmt.Errorf("lockkit: release %q: %w (the hand-off that gave it was not confirmed)", l.key, ErrNotHeld)
+		err = handoffUnconfirmed(l.key)
 	case g.err != nil:
 		err = c.callErr(ctx, "release", l.key, g.err)
 	case !g.rep.ok:
@@ -355,6 +348,12 @@ func (l *Lease) handoff(ctx, bctx context.Context, q *keyQueue, g *grant, lead b
 	}
 	c.obs.Released(l.ctx, l.info(), err)
 	return err
+}
+
+// handoffUnconfirmed is Release's error for a lease whose hand-off was not
+// confirmed: it never held the lock in Redis (or cannot say it did).
+func handoffUnconfirmed(key string) error {
+	return fmt.Errorf("lockkit: release %q: %w (the hand-off that gave it was not confirmed)", key, ErrNotHeld)
 }
 
 func (l *Lease) endedErr() error {

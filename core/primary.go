@@ -65,27 +65,11 @@ func (p *primary) run(ctx context.Context, s *script, keys []string, args ...any
 	if p.ack.replicas == 0 {
 		return s.Run(ctx, p.rdb, keys, args...)
 	}
-	var cmd *redis.Cmd
-	for i := range 2 { // EVALSHA + WAIT; after NOSCRIPT, EVAL + WAIT
-		pipe := p.rdb.Pipeline()
-		if i == 0 {
-			cmd = s.EvalSha(ctx, pipe, keys, args...)
-		} else {
-			cmd = s.Eval(ctx, pipe, keys, args...)
-		}
-		wait := p.waitCmd(ctx, pipe)
-		_, _ = pipe.Exec(ctx)
-		if i == 0 && isNoScript(cmd.Err()) {
-			continue
-		}
-		if cmd.Err() == nil {
-			if err := p.acked(wait); err != nil {
-				cmd.SetErr(err)
-			}
-		}
-		break
+	cmds, ackErr := p.pipelined(ctx, 1, func(int) scriptCall { return scriptCall{s, keys, args} })
+	if cmds[0].Err() == nil && ackErr != nil {
+		cmds[0].SetErr(ackErr)
 	}
-	return cmd
+	return cmds[0]
 }
 
 // eval runs script s in one round trip: EVALSHA, then EVAL if the server
@@ -187,7 +171,13 @@ func (p *primary) release(ctx context.Context, n redisNames, token string, keepE
 }
 
 func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error) {
-	return handoffReply(p.run(ctx, handoffScript, []string{n.key}, from, to.token, ms(to.ttl), to.owner, to.meta).Slice())
+	return handoffReply(p.run(ctx, handoffScript, []string{n.key}, handoffArgs(from, to)...).Slice())
+}
+
+// handoffArgs are handoff.lua's arguments: from the owner token from to the
+// waiter to.
+func handoffArgs(from string, to acquireReq) []any {
+	return []any{from, to.token, ms(to.ttl), to.owner, to.meta}
 }
 
 func handoffReply(res []any, err error) (acquireReply, error) {
@@ -211,13 +201,8 @@ func (p *primary) handoffs(ctx context.Context, n redisNames, gs []*grant) {
 		return
 	}
 	keys := []string{n.key}
-	cmds, ackErr := p.pipelined(ctx, len(gs), func(pipe redis.Pipeliner, i int, eval bool) *redis.Cmd {
-		g := gs[i]
-		args := []any{g.from, g.w.req.token, ms(g.w.req.ttl), g.w.req.owner, g.w.req.meta}
-		if eval {
-			return handoffScript.Eval(ctx, pipe, keys, args...)
-		}
-		return handoffScript.EvalSha(ctx, pipe, keys, args...)
+	cmds, ackErr := p.pipelined(ctx, len(gs), func(i int) scriptCall {
+		return scriptCall{handoffScript, keys, handoffArgs(gs[i].from, gs[i].w.req)}
 	})
 	for i, g := range gs {
 		g.rep, g.err = handoffReply(cmds[i].Slice())
@@ -227,22 +212,36 @@ func (p *primary) handoffs(ctx context.Context, n redisNames, gs []*grant) {
 	}
 }
 
-// pipelined sends n script calls (call(pipe, i, eval) queues the i-th) as
-// one pipeline, in order: with EVALSHA, then, in a second pipeline and still
-// in order, the calls whose script the server lost (SCRIPT FLUSH, restart)
-// with EVAL. With WithReplicaAck a WAIT ends each pipeline; ackErr is the
-// last one's verdict.
-func (p *primary) pipelined(ctx context.Context, n int, call func(pipe redis.Pipeliner, i int, eval bool) *redis.Cmd) (cmds []*redis.Cmd, ackErr error) {
+// scriptCall is one call of a script: what pipelined sends.
+type scriptCall struct {
+	s    *script
+	keys []string
+	args []any
+}
+
+// pipelined sends n script calls (call(i) is the i-th) as one pipeline, in
+// order: with EVALSHA, then, in a second pipeline and still in order, the
+// calls whose script the server lost (SCRIPT FLUSH, restart) with EVAL.
+// With WithReplicaAck a WAIT ends each pipeline (on the same connection,
+// which is what WAIT counts); ackErr is the last one's verdict.
+func (p *primary) pipelined(ctx context.Context, n int, call func(i int) scriptCall) (cmds []*redis.Cmd, ackErr error) {
 	cmds = make([]*redis.Cmd, n)
 	var wait *redis.Cmd
 	for pass := range 2 {
 		pipe := p.rdb.Pipeline()
 		sent := 0
 		for i := range n {
-			if pass == 0 || isNoScript(cmds[i].Err()) {
-				cmds[i] = call(pipe, i, pass == 1)
-				sent++
+			switch {
+			case pass == 0:
+				c := call(i)
+				cmds[i] = c.s.EvalSha(ctx, pipe, c.keys, c.args...)
+			case isNoScript(cmds[i].Err()):
+				c := call(i)
+				cmds[i] = c.s.Eval(ctx, pipe, c.keys, c.args...)
+			default:
+				continue
 			}
+			sent++
 		}
 		if sent == 0 {
 			break
@@ -268,12 +267,9 @@ func (p *primary) extend(ctx context.Context, n redisNames, token string, ttl ti
 // renew sends the whole batch as one pipeline of EVALSHA (the cluster client
 // splits it per node); scripts the server lost are re-sent with EVAL.
 func (p *primary) renew(ctx context.Context, batch []renewal) {
-	cmds, ackErr := p.pipelined(ctx, len(batch), func(pipe redis.Pipeliner, i int, eval bool) *redis.Cmd {
+	cmds, ackErr := p.pipelined(ctx, len(batch), func(i int) scriptCall {
 		b := &batch[i]
-		if eval {
-			return b.names.kind.extendScript().Eval(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
-		}
-		return b.names.kind.extendScript().EvalSha(ctx, pipe, []string{b.names.key}, b.token, ms(b.ttl))
+		return scriptCall{b.names.kind.extendScript(), []string{b.names.key}, []any{b.token, ms(b.ttl)}}
 	})
 	for i, c := range cmds {
 		v, err := c.Int64()

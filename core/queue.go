@@ -193,8 +193,7 @@ type grant struct {
 	settled bool // the reply is in; ok: the receiver holds the lock in Redis
 	ok      bool
 	maybe   bool   // no reply, and the script may have run: the receiver's token may hold it
-	taken   bool   // the receiver took the grant (acquisition.granted)
-	claimed bool   // the receiver's acquire ended holding the lock (grant or own attempt)
+	claimed bool   // the receiver took the grant, or its acquire ended holding the lock
 	left    bool   // the receiver gave up before the reply: give the token back on success
 	lease   *Lease // the receiver's lease, once scheduled with the releaser's deadline
 	// broken: this hand-off failed, or one before it in the lock's line of
@@ -203,16 +202,6 @@ type grant struct {
 	// The reply (backend.handoffs), written before done closes.
 	rep acquireReply
 	err error
-}
-
-// replied reports whether the hand-off's reply is in and acted on.
-func (g *grant) replied() bool {
-	select {
-	case <-g.done:
-		return true
-	default:
-		return false
-	}
 }
 
 func (c *Client) queue(n redisNames) *keyQueue {
@@ -305,7 +294,7 @@ func (c *Client) takeGrant(w *waiter) *grant {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if w.grant != nil {
-		w.grant.taken = true
+		w.grant.claimed = true
 	}
 	return w.grant
 }
@@ -395,13 +384,12 @@ func (c *Client) sendHops(ctx context.Context, q *keyQueue, batch []*grant) []*g
 	c.qmu.Unlock()
 	if brk < 0 {
 		for _, g := range batch {
-			c.finishHandoff(n, g, true, false)
+			c.finishHandoff(n, g)
 		}
 		return next
 	}
 	for i := len(batch) - 1; i >= 0; i-- {
-		g := batch[i]
-		c.finishHandoff(n, g, g.replyOK(), g.err != nil && !errors.Is(g.err, errLineBroken) && mayHaveRun(g.err))
+		c.finishHandoff(n, batch[i])
 	}
 	// The releasers' tokens that may hold the lock go back: one whose
 	// script failed without a reply, one whose script was not sent (the
@@ -409,7 +397,7 @@ func (c *Client) sendHops(ctx context.Context, q *keyQueue, batch []*grant) []*g
 	// goes back with its lease (Lease.lose), or is the head's again when
 	// its grant is taken back.
 	for _, g := range batch[brk:] {
-		if g.err != nil && (errors.Is(g.err, errLineBroken) || mayHaveRun(g.err)) {
+		if errors.Is(g.err, errLineBroken) || g.mayHaveRun() {
 			c.releaseLater(n, g.from)
 		}
 	}
@@ -423,13 +411,17 @@ var errLineBroken = errors.New("lockkit: a hand-off before this one was not conf
 // replyOK: the hand-off's reply says its receiver now holds the lock.
 func (g *grant) replyOK() bool { return g.err == nil && g.rep.ok && g.rep.fence == g.fence }
 
-// finishHandoff applies the reply of the hand-off g to w (ok: w's token now
-// holds the lock in Redis; maybe: no reply, and the script may have run;
-// remote: other processes wait there) and then lets everything that waited
-// for the reply go on.
-func (c *Client) finishHandoff(n redisNames, g *grant, ok, maybe bool) {
+// mayHaveRun: the hand-off got no reply, and its script may have run.
+func (g *grant) mayHaveRun() bool {
+	return g.err != nil && !errors.Is(g.err, errLineBroken) && mayHaveRun(g.err)
+}
+
+// finishHandoff applies the reply of the hand-off g (rep, err) to its
+// receiver w and then lets everything that waited for the reply go on.
+func (c *Client) finishHandoff(n redisNames, g *grant) {
 	defer close(g.done)
-	w, remote := g.w, g.rep.queued
+	w, remote := g.w, g.rep.queued // remote: other processes wait in Redis
+	ok, maybe := g.replyOK(), g.mayHaveRun()
 	c.qmu.Lock()
 	q := c.queues[n.key] // nil once w's lease ended and nobody else is here
 	g.settled, g.ok, g.maybe = true, ok, maybe
@@ -438,7 +430,7 @@ func (c *Client) finishHandoff(n redisNames, g *grant, ok, maybe bool) {
 	} else if q != nil {
 		q.streak = 0
 	}
-	lease, left, claimed := g.lease, g.left, g.taken || g.claimed
+	lease, left, claimed := g.lease, g.left, g.claimed
 	if ok && lease != nil {
 		c.ren.confirm(lease, g.sent, w.req.ttl) // the receiver's deadline now counts from the hand-off
 	}

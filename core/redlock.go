@@ -212,13 +212,15 @@ func (q *quorum) release(ctx context.Context, n redisNames, token string, keepEx
 	}))
 }
 
-// handoff is not done under Redlock: a hand-off would need a majority
+// handoffs are not done under Redlock: a hand-off would need a majority
 // round of its own, so the lock is released and re-acquired instead.
 func (q *quorum) handoffs(_ context.Context, _ redisNames, gs []*grant) {
 	for _, g := range gs {
-		g.err = errors.New("lockkit: no direct hand-off under Redlock")
+		g.err = errNoHandoff
 	}
 }
+
+var errNoHandoff = errors.New("lockkit: no direct hand-off under Redlock")
 
 func (q *quorum) canHandoff() bool { return false }
 

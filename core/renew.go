@@ -89,7 +89,7 @@ func (r *renewer) startLocked() bool {
 }
 
 // addPending schedules a lease handed over before the hand-off's reply:
-// its deadline is the releaser's (deadline, ns since the Client's epoch)
+// its deadline is the grant's (deadline, ns since the Client's epoch)
 // and, as for a renewal in flight, nothing but that deadline is due until
 // confirm. false when the Client is closed.
 func (r *renewer) addPending(l *Lease, deadline int64) bool {

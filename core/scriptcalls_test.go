@@ -1,8 +1,6 @@
 package core_test
 
 import (
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,18 +11,15 @@ import (
 
 // cmdCalls is how many times srv ran each command since its stats were
 // reset (INFO commandstats, which counts the calls scripts make too).
-func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int {
+func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int64 {
 	t.Helper()
-	info, err := srv.Client.Info(testkit.Context(t, 5*time.Second), "commandstats").Result()
+	st, err := redistest.CommandStats(testkit.Context(t, 5*time.Second), srv.Client)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]int{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if name, found := strings.CutPrefix(name, "cmdstat_"); ok && found {
-			out[name], _ = strconv.Atoi(strings.SplitN(rest, ",", 2)[0])
-		}
+	out := make(map[string]int64, len(st))
+	for name, c := range st {
+		out[name] = c.Calls
 	}
 	return out
 }
@@ -40,7 +35,7 @@ func TestUncontendedCycleCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		ttl           time.Duration
-		releaseExpiry int
+		releaseExpiry int64
 	}{
 		{"default TTL", core.DefaultTTL, 0},
 		{"5s TTL", 5 * time.Second, 0},
@@ -75,7 +70,7 @@ func TestUncontendedCycleCalls(t *testing.T) {
 				}
 			}
 			got := cmdCalls(t, srv)
-			want := map[string]int{"evalsha": 2 * n, "hmget": 2 * n, "time": n, "hset": 2 * n, "pexpire": n * (1 + tc.releaseExpiry)}
+			want := map[string]int64{"evalsha": 2 * n, "hmget": 2 * n, "time": n, "hset": 2 * n, "pexpire": n * (1 + tc.releaseExpiry)}
 			for cmd, w := range want {
 				if got[cmd] != w {
 					t.Errorf("%s: %d calls for %d cycles, want %d (all: %v)", cmd, got[cmd], n, w, got)

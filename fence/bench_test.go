@@ -2,8 +2,6 @@ package fence_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/lockkit/lockkit/internal/redistest"
@@ -18,16 +16,12 @@ func serverTime(b *testing.B, srv *redistest.Server, cmd string, reset bool) {
 		srv.Client.ConfigResetStat(ctx)
 		return
 	}
-	info := srv.Client.Info(ctx, "commandstats").Val()
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":"); ok {
-			for kv := range strings.SplitSeq(strings.TrimSpace(rest), ",") {
-				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
-					us, _ := strconv.ParseFloat(v, 64)
-					b.ReportMetric(us, "srv-µs/op")
-				}
-			}
-		}
+	st, err := redistest.CommandStats(ctx, srv.Client)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if c := st[cmd]; c.Calls > 0 {
+		b.ReportMetric(c.Usec/float64(c.Calls), "srv-µs/op")
 	}
 }
 

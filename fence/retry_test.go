@@ -2,8 +2,6 @@ package fence_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,14 +15,11 @@ import (
 // witness that go-redis really sent the script a second time.
 func evalshaCalls(t *testing.T, srv *redistest.Server) int {
 	t.Helper()
-	info := srv.Client.Info(context.Background(), "commandstats").Val()
-	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
-		}
+	st, err := redistest.CommandStats(context.Background(), srv.Client)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return 0
+	return int(st["evalsha"].Calls)
 }
 
 // go-redis re-sends a write whose reply timed out (MaxRetries). The first

@@ -254,3 +254,23 @@ func noLeftovers(t testing.TB, limit time.Duration, rdbs ...redis.UniversalClien
 func isLost(l *core.Lease) bool {
 	return errors.Is(context.Cause(l.Context()), core.ErrLost) && errors.Is(l.Err(), core.ErrLost)
 }
+
+// pipelineHook is a go-redis hook that calls itself with the commands of
+// each pipeline before the pipeline is sent.
+type pipelineHook func(cmds []redis.Cmder)
+
+func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+// flushBeforePipelines empties srv's script cache right before each
+// pipeline: every EVALSHA in a pipeline then gets NOSCRIPT, as under a
+// SCRIPT FLUSH racing each SCRIPT LOAD.
+func flushBeforePipelines(ctx context.Context, srv *redistest.Server) pipelineHook {
+	return func([]redis.Cmder) { srv.Client.ScriptFlush(ctx) }
+}

@@ -1,7 +1,6 @@
 package faults_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -131,20 +130,6 @@ func TestS10ScriptFlushMidRun(t *testing.T) {
 	}
 }
 
-// flushBeforePipelines is a go-redis hook that empties the server's script
-// cache right before each pipeline: every EVALSHA in a pipeline then gets
-// NOSCRIPT, as under a SCRIPT FLUSH racing each SCRIPT LOAD.
-type flushBeforePipelines struct{ flush func() }
-
-func (h flushBeforePipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h flushBeforePipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h flushBeforePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.flush()
-		return next(ctx, cmds)
-	}
-}
-
 // With WithReplicaAck, an acquire must never count as held unless the
 // replicas acknowledged it, whatever happens to the script cache. Here the
 // replica receives nothing (its link is paused), and the cache is flushed
@@ -153,7 +138,7 @@ func TestS10ReplicaAckNotSkippedOnNoScript(t *testing.T) {
 	p := startReplicated(t)
 	ctx := testkit.Context(t, 30*time.Second)
 	rdb := p.primary.NewClient()
-	rdb.AddHook(flushBeforePipelines{flush: func() { p.primary.Client.ScriptFlush(ctx) }})
+	rdb.AddHook(flushBeforePipelines(ctx, p.primary))
 	c := newClient(t, rdb, core.WithReplicaAck(1, 300*time.Millisecond))
 	p.isolate()
 	l, err := c.Acquire(ctx, "s10:ack")

@@ -17,33 +17,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptPipelines is a go-redis hook that counts the pipelines of two or
-// more script calls (a key's line of hand-offs sends those: the scenarios
-// here have one key, so a renewal pipeline holds one call) and the
-// pipelines that re-send scripts with EVAL after NOSCRIPT.
+// scriptPipelines counts the pipelines of two or more script calls (a
+// key's line of hand-offs sends those: the scenarios here have one key, so a
+// renewal pipeline holds one call) and the pipelines that re-send scripts
+// with EVAL after NOSCRIPT. Its count method is a pipelineHook.
 type scriptPipelines struct{ lines, evals atomic.Int64 }
 
-func (h *scriptPipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *scriptPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *scriptPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		scripts, evals := 0, 0
-		for _, c := range cmds {
-			switch c.Name() {
-			case "evalsha":
-				scripts++
-			case "eval":
-				scripts++
-				evals++
-			}
+func (h *scriptPipelines) count(cmds []redis.Cmder) {
+	scripts, evals := 0, 0
+	for _, c := range cmds {
+		switch c.Name() {
+		case "evalsha":
+			scripts++
+		case "eval":
+			scripts++
+			evals++
 		}
-		if scripts >= 2 {
-			h.lines.Add(1)
-		}
-		if evals > 0 {
-			h.evals.Add(1)
-		}
-		return next(ctx, cmds)
+	}
+	if scripts >= 2 {
+		h.lines.Add(1)
+	}
+	if evals > 0 {
+		h.evals.Add(1)
 	}
 }
 
@@ -140,7 +135,7 @@ func TestS15HandoffLine(t *testing.T) {
 			px := newProxy(t, srv.Addr())
 			px.SetLatency(tcpproxy.Downstream, time.Millisecond)
 			rdb := via(srv, px.Addr())
-			rdb.AddHook(lines)
+			rdb.AddHook(pipelineHook(lines.count))
 			proxies = append(proxies, px)
 			clients = append(clients, newClient(t, rdb, core.WithTTL(2*time.Second), core.WithReleaseTimeout(500*time.Millisecond), core.WithObserver(obs)))
 		}
@@ -189,8 +184,8 @@ func TestS15HandoffLine(t *testing.T) {
 		px.SetLatency(tcpproxy.Downstream, time.Millisecond)
 		ctx := testkit.Context(t, 60*time.Second)
 		rdb := via(srv, px.Addr())
-		rdb.AddHook(flushBeforePipelines{flush: func() { srv.Client.ScriptFlush(ctx) }})
-		rdb.AddHook(lines)
+		rdb.AddHook(flushBeforePipelines(ctx, srv))
+		rdb.AddHook(pipelineHook(lines.count))
 		c := newClient(t, rdb, core.WithObserver(obs))
 		r := &lineRun{clients: []*core.Client{c}, workers: 8, key: "s15:flush", tolerate: func(error) bool { return false }}
 		r.run(t, ctx)
