@@ -8,6 +8,15 @@ type testHooks struct {
 	// renewBatchFn learns how many leases a renewal batch really sends,
 	// after those past their deadline were dropped.
 	renewBatchFn func(n int)
+	// tickFn runs each time the renewal scheduler wakes to look at its
+	// leases.
+	tickFn func()
+}
+
+func (h testHooks) tick() {
+	if h.tickFn != nil {
+		h.tickFn()
+	}
 }
 
 func (h testHooks) renewBatch(n int) {

@@ -30,7 +30,11 @@ type renewer struct {
 	pending []*Lease // renewals handed to the I/O goroutine
 	started bool
 	stopped bool
-	armed   time.Time // when the scheduler will next wake by itself (zero: not armed)
+	// timer wakes the scheduler for the heap's next event; armed is when
+	// it fires (zero: stopped). Both change only under mu, so a new lease
+	// can bring the wake-up forward itself (pushLocked).
+	timer *time.Timer
+	armed time.Time
 
 	kick   chan struct{}
 	ioKick chan struct{}
@@ -41,7 +45,9 @@ type renewer struct {
 
 func newRenewer(c *Client) *renewer {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &renewer{c: c, kick: make(chan struct{}, 1), ioKick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	return &renewer{c: c, timer: timer, kick: make(chan struct{}, 1), ioKick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 }
 
 func poke(ch chan struct{}) {
@@ -63,13 +69,23 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 	return true
 }
 
-// pushLocked schedules l, its first event set. It wakes the scheduler only
-// if it would otherwise sleep past that event: the common acquire-release
-// cycle costs no wake-up. r.mu held.
+// pushLocked schedules l, its first event set. If the scheduler's timer
+// would fire after that event, or is stopped (the heap was empty when the
+// scheduler last looked), it is brought forward here rather than by waking
+// the scheduler to do it: the common acquire-release cycle wakes no
+// goroutine. (Poking the scheduler instead cost a wake-up per cycle
+// whenever the scheduler had last looked at an empty heap, which it then
+// found again, the lease released meanwhile.) r.mu held.
 func (r *renewer) pushLocked(l *Lease) {
 	heap.Push(&r.h, l)
-	if r.armed.IsZero() || l.due.Before(r.armed) {
-		poke(r.kick)
+	r.armLocked(l.due)
+}
+
+// armLocked makes the scheduler's timer fire by t. r.mu held.
+func (r *renewer) armLocked(t time.Time) {
+	if r.armed.IsZero() || t.Before(r.armed) {
+		r.armed = t
+		r.timer.Reset(time.Until(t))
 	}
 }
 
@@ -149,6 +165,8 @@ func (r *renewer) stop() []*Lease {
 	}
 	r.h = nil
 	r.pending = nil
+	r.armed = time.Time{}
+	r.timer.Stop()
 	r.mu.Unlock()
 	r.cancel()
 	r.wg.Wait()
@@ -157,31 +175,24 @@ func (r *renewer) stop() []*Lease {
 
 func (r *renewer) schedule() {
 	defer r.wg.Done()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for {
-		lost, next := r.tick(time.Now())
-		for _, l := range lost {
+		for _, l := range r.tick(time.Now()) {
 			l.lose(ErrLost)
-		}
-		if next.IsZero() {
-			timer.Stop()
-		} else {
-			timer.Reset(time.Until(next))
 		}
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-r.kick:
-		case <-timer.C:
+		case <-r.timer.C:
 		}
 	}
 }
 
 // tick handles every event due at now: deadlines passed (returned as lost)
 // and renewals due, plus renewals due within a sixth of their TTL, which
-// join the batch. It returns when the next event is due.
-func (r *renewer) tick(now time.Time) (lost []*Lease, next time.Time) {
+// join the batch. It sets the timer for the next event (or stops it).
+func (r *renewer) tick(now time.Time) (lost []*Lease) {
+	r.c.cfg.hooks.tick()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	batched := false
@@ -207,11 +218,13 @@ func (r *renewer) tick(now time.Time) (lost []*Lease, next time.Time) {
 	if batched {
 		poke(r.ioKick)
 	}
+	r.armed = time.Time{}
 	if len(r.h) > 0 {
-		next = r.h[0].due
+		r.armLocked(r.h[0].due)
+	} else {
+		r.timer.Stop()
 	}
-	r.armed = next // under mu with the heap: add() compares against it
-	return lost, next
+	return lost
 }
 
 func (r *renewer) io() {
