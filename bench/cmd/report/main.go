@@ -48,10 +48,6 @@ func parse(r io.Reader) (rows []row, header []string) {
 			continue
 		}
 		name := m[1]
-		i := strings.LastIndex(name, "/")
-		if i < 0 {
-			continue
-		}
 		f := strings.Fields(m[3])
 		mt := map[string]float64{}
 		for j := 0; j+1 < len(f); j += 2 {
@@ -60,9 +56,47 @@ func parse(r io.Reader) (rows []row, header []string) {
 				mt[f[j+1]] = v
 			}
 		}
+		i := strings.LastIndex(name, "/")
+		if i < 0 {
+			rows = append(rows, perLibrary(name, mt)...)
+			continue
+		}
 		rows = append(rows, row{group: name[:i], sub: name[i+1:], metrics: mt})
 	}
 	return rows, header
+}
+
+// turnUnits are the units of a benchmark whose libraries or variants take
+// turns in one loop and report each one's metrics as <name>-<unit>
+// (bench's BenchmarkS1Turns, core's BenchmarkFeatureCost), longest first:
+// "-us" must not take "-redis-us".
+var turnUnits = []string{"vs-default", "cycles/s", "redis-us", "vs-bare", "allocs", "us"}
+
+// perLibrary splits such a benchmark into one row per library or variant;
+// other benchmarks without sub-benchmarks give none.
+func perLibrary(name string, mt map[string]float64) []row {
+	byLib := map[string]map[string]float64{}
+	for k, v := range mt {
+		for _, unit := range turnUnits {
+			if lib, ok := strings.CutSuffix(k, "-"+unit); ok {
+				if byLib[lib] == nil {
+					byLib[lib] = map[string]float64{}
+				}
+				byLib[lib][unit] = v
+				break
+			}
+		}
+	}
+	libs := make([]string, 0, len(byLib))
+	for lib := range byLib {
+		libs = append(libs, lib)
+	}
+	sort.Strings(libs)
+	rows := make([]row, 0, len(libs))
+	for _, lib := range libs {
+		rows = append(rows, row{group: name, sub: lib, metrics: byLib[lib]})
+	}
+	return rows
 }
 
 func main() {
@@ -126,7 +160,7 @@ func main() {
 }
 
 func columns(rs []row) []string {
-	pref := []string{"cycles/s", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "redis-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
+	pref := []string{"cycles/s", "vs-bare", "us", "vs-default", "allocs", "redis-us", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "redis-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
 	seen := map[string]bool{}
 	for _, r := range rs {
 		for k := range r.metrics {
