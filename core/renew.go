@@ -36,7 +36,6 @@ type renewer struct {
 	timer *time.Timer
 	armed time.Time
 
-	kick   chan struct{}
 	ioKick chan struct{}
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -47,7 +46,7 @@ func newRenewer(c *Client) *renewer {
 	ctx, cancel := context.WithCancel(context.Background())
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	return &renewer{c: c, timer: timer, kick: make(chan struct{}, 1), ioKick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+	return &renewer{c: c, timer: timer, ioKick: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
 }
 
 func poke(ch chan struct{}) {
@@ -135,7 +134,10 @@ func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
 	}
 }
 
-// confirm applies an explicit Extend.
+// confirm applies an explicit Extend, or the reply of the hand-off that
+// gave l the lock. Like a new lease, it brings the timer forward itself
+// rather than wake the scheduler: a hand-off confirmed while its receiver
+// holds used to cost a wake-up each.
 func (r *renewer) confirm(l *Lease, sent time.Time, ttl time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -144,7 +146,7 @@ func (r *renewer) confirm(l *Lease, sent time.Time, ttl time.Duration) {
 	}
 	r.setConfirmed(l, sent, ttl)
 	heap.Fix(&r.h, l.idx)
-	poke(r.kick)
+	r.armLocked(l.due)
 }
 
 func (r *renewer) remove(l *Lease) {
@@ -182,7 +184,6 @@ func (r *renewer) schedule() {
 		select {
 		case <-r.ctx.Done():
 			return
-		case <-r.kick:
 		case <-r.timer.C:
 		}
 	}
@@ -295,8 +296,10 @@ func (r *renewer) apply(leases []*Lease, items []renewal, sent time.Time) {
 			heap.Fix(&r.h, l.idx)
 		}
 	}
+	if len(r.h) > 0 {
+		r.armLocked(r.h[0].due) // a retry may be due before the timer
+	}
 	r.mu.Unlock()
-	poke(r.kick)
 	for i, l := range leases {
 		err := items[i].err
 		if err == nil && !items[i].ok {

@@ -42,3 +42,67 @@ func TestUncontendedCycleWakesNoScheduler(t *testing.T) {
 	}
 	t.Logf("%d scheduler wake-ups in %d cycles", ticks.Load(), n)
 }
+
+// Nor does a hand-off inside the Client: the receiver's lease, confirmed
+// by the hand-off's reply while it holds, brings the timer forward itself
+// as a new lease does. Two goroutines pass one key back and forth, each
+// holding it for a millisecond (long enough for the reply to come while it
+// holds); each release hands the lock to the other, which waits in the
+// local queue.
+func TestHandoffWakesNoScheduler(t *testing.T) {
+	srv := redistest.Start(t)
+	var ticks atomic.Int64
+	obs := &handoffCounter{}
+	c, err := New(srv.NewClient(), WithObserver(obs), withHooks(testHooks{tickFn: func() { ticks.Add(1) }}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 100
+	handoffs := &obs.n
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for range n {
+				l, err := c.Acquire(ctx, "wake:handoff")
+				if err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(time.Millisecond) // the critical section
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if handoffs.Load() < n/2 {
+		t.Fatalf("only %d of %d holds came by a hand-off: the test did not exercise it", handoffs.Load(), 2*n)
+	}
+	if got := ticks.Load(); got > 5 {
+		t.Fatalf("the renewal scheduler woke %d times in %d holds (%d by a hand-off)", got, 2*n, handoffs.Load())
+	}
+	t.Logf("%d scheduler wake-ups in %d holds, %d by a hand-off", ticks.Load(), 2*n, handoffs.Load())
+}
+
+// handoffCounter counts the acquires that ended by a hand-off.
+type handoffCounter struct {
+	NopObserver
+	n atomic.Int64
+}
+
+func (h *handoffCounter) AcquireEnd(ctx context.Context, _ AcquireInfo, r AcquireResult) context.Context {
+	if r.Handoff {
+		h.n.Add(1)
+	}
+	return ctx
+}
