@@ -16,13 +16,7 @@ import (
 // lease released meanwhile: one wake-up, a thread hand-off on a busy
 // machine, per cycle.) Counted by the scheduler's own look at its leases.
 func TestUncontendedCycleWakesNoScheduler(t *testing.T) {
-	srv := redistest.Start(t)
-	var ticks atomic.Int64
-	c, err := New(srv.NewClient(), withHooks(testHooks{tickFn: func() { ticks.Add(1) }}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, ticks := tickCountingClient(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 500
@@ -50,14 +44,8 @@ func TestUncontendedCycleWakesNoScheduler(t *testing.T) {
 // holds); each release hands the lock to the other, which waits in the
 // local queue.
 func TestHandoffWakesNoScheduler(t *testing.T) {
-	srv := redistest.Start(t)
-	var ticks atomic.Int64
 	obs := &handoffCounter{}
-	c, err := New(srv.NewClient(), WithObserver(obs), withHooks(testHooks{tickFn: func() { ticks.Add(1) }}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, ticks := tickCountingClient(t, WithObserver(obs))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 100
@@ -105,4 +93,18 @@ func (h *handoffCounter) AcquireEnd(ctx context.Context, _ AcquireInfo, r Acquir
 		h.n.Add(1)
 	}
 	return ctx
+}
+
+// tickCountingClient is a Client on a redis-server of its own, closed at
+// cleanup, whose renewal scheduler counts its looks at its leases.
+func tickCountingClient(t *testing.T, opts ...Option) (*Client, *atomic.Int64) {
+	t.Helper()
+	srv := redistest.Start(t)
+	ticks := &atomic.Int64{}
+	c, err := New(srv.NewClient(), append(opts, withHooks(testHooks{tickFn: func() { ticks.Add(1) }}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, ticks
 }
