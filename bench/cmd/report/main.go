@@ -32,12 +32,24 @@ type row struct {
 	metrics    map[string]float64
 }
 
-var lineRE = regexp.MustCompile(`^Benchmark(\S+?)-\d+\s+(\d+)\s+(.*)$`)
+var (
+	lineRE = regexp.MustCompile(`^Benchmark(\S+?)-\d+\s+(\d+)\s+(.*)$`)
+	// A benchmark's name alone on its line: something the benchmark logged
+	// while it ran (go-redis's pool does) cut the line after the name, and
+	// its figures follow on a line of their own (restRE).
+	nameRE = regexp.MustCompile(`^(Benchmark\S+-\d+)\s`)
+	restRE = regexp.MustCompile(`^\s+\d+\s+\S+ ns/op`)
+)
 
 func parse(r io.Reader) (rows []row, header []string) {
 	sc := bufio.NewScanner(r)
+	cut := "" // the name of a benchmark whose line was cut
 	for sc.Scan() {
 		line := sc.Text()
+		if cut != "" && restRE.MatchString(line) {
+			line = cut + line
+		}
+		cut = ""
 		for _, p := range []string{"goos:", "goarch:", "cpu:", "pkg:"} {
 			if strings.HasPrefix(line, p) {
 				header = append(header, line)
@@ -45,6 +57,9 @@ func parse(r io.Reader) (rows []row, header []string) {
 		}
 		m := lineRE.FindStringSubmatch(line)
 		if m == nil {
+			if n := nameRE.FindStringSubmatch(line); n != nil {
+				cut = n[1]
+			}
 			continue
 		}
 		name := m[1]
