@@ -673,7 +673,8 @@ func (l *Lease) closedAtBirth() error {
 func (c *Client) grantedLease(l *Lease, g *grant) (*Lease, error) {
 	l.grant = g
 	c.qmu.Lock()
-	settled, ok := g.settled, g.ok
+	settled := g.settled
+	ok := settled && g.replyOK() // rep and err are written before settled
 	var added bool
 	if settled && ok {
 		added = c.ren.add(l, g.sent)

@@ -46,3 +46,7 @@ func QueueStates(c *Client) string {
 	}
 	return s
 }
+
+// WithSchedulerLooks calls f each time the renewal scheduler wakes to look
+// at its leases (tests only).
+func WithSchedulerLooks(f func()) Option { return withHooks(testHooks{tickFn: f}) }

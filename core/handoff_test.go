@@ -106,7 +106,7 @@ func TestHandoffReceiverStartsBeforeReply(t *testing.T) {
 	if err := wl.Err(); err != nil {
 		t.Fatalf("waiter's lease after the reply: %v", err)
 	}
-	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:early", "f").Int64(); err != nil || f != wl.Token() {
+	if f, err := rig.srv.Client.HGet(ctx, redisKey("early"), "f").Int64(); err != nil || f != wl.Token() {
 		t.Fatalf("Redis has fence %d (%v), want the waiter's %d", f, err, wl.Token())
 	}
 	if _, err := other.TryAcquire(ctx, "early"); !errors.Is(err, core.ErrNotAcquired) {
@@ -153,7 +153,7 @@ func TestHandoffProvisionalWithinReceiverTTL(t *testing.T) {
 func TestHandoffUnconfirmedLosesReceiver(t *testing.T) {
 	rig := newHandoffRig(t, "gone")
 	ctx := rig.ctx
-	if n, err := rig.srv.Client.Del(ctx, "lockkit:v1:k:gone").Result(); err != nil || n != 1 {
+	if n, err := rig.srv.Client.Del(ctx, redisKey("gone")).Result(); err != nil || n != 1 {
 		t.Fatalf("DEL = %d %v", n, err)
 	}
 	wl, released := rig.releasePaused(t)
@@ -168,7 +168,7 @@ func TestHandoffUnconfirmedLosesReceiver(t *testing.T) {
 	if err := wl.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
 		t.Fatalf("waiter's Release: %v, want ErrNotHeld", err)
 	}
-	if n, err := rig.srv.Client.Exists(ctx, "lockkit:v1:k:gone").Result(); err != nil || n != 0 {
+	if n, err := rig.srv.Client.Exists(ctx, redisKey("gone")).Result(); err != nil || n != 0 {
 		t.Fatalf("lock hash exists=%d (%v) after both ended", n, err)
 	}
 	l, err := rig.c.TryAcquire(ctx, "gone")
@@ -222,7 +222,7 @@ func TestHandoffLineRunsAhead(t *testing.T) {
 	if !wl2.Until().Equal(rig.holder.Until()) {
 		t.Fatalf("second unconfirmed lease valid until %v, want the holder's deadline %v", wl2.Until(), rig.holder.Until())
 	}
-	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:line", "f").Int64(); err != nil || f != rig.holder.Token() {
+	if f, err := rig.srv.Client.HGet(ctx, redisKey("line"), "f").Int64(); err != nil || f != rig.holder.Token() {
 		t.Fatalf("Redis has fence %d (%v) while both scripts wait, want the holder's %d", f, err, rig.holder.Token())
 	}
 	if _, err := other.TryAcquire(ctx, "line"); !errors.Is(err, core.ErrNotAcquired) {
@@ -235,7 +235,7 @@ func TestHandoffLineRunsAhead(t *testing.T) {
 		}
 	}
 	testkit.WaitFor(t, 10*time.Second, "the second waiter's lease confirmed", func() bool { return wl2.Until().After(rig.holder.Until()) })
-	if f, err := rig.srv.Client.HGet(ctx, "lockkit:v1:k:line", "f").Int64(); err != nil || f != wl2.Token() {
+	if f, err := rig.srv.Client.HGet(ctx, redisKey("line"), "f").Int64(); err != nil || f != wl2.Token() {
 		t.Fatalf("Redis has fence %d (%v), want the second waiter's %d", f, err, wl2.Token())
 	}
 	if err := wl2.Release(ctx); err != nil {
@@ -257,7 +257,7 @@ func TestHandoffLineBreaks(t *testing.T) {
 	rig := newHandoffRig(t, "broken")
 	ctx := rig.ctx
 	second := rig.queueSecond(t)
-	if n, err := rig.srv.Client.Del(ctx, "lockkit:v1:k:broken").Result(); err != nil || n != 1 {
+	if n, err := rig.srv.Client.Del(ctx, redisKey("broken")).Result(); err != nil || n != 1 {
 		t.Fatalf("DEL = %d %v", n, err)
 	}
 	handoffs := scriptRuns(t, rig.srv, "handoff.lua")
@@ -280,7 +280,7 @@ func TestHandoffLineBreaks(t *testing.T) {
 		t.Fatalf("%d hand-off scripts reached Redis, want 1 (the second must not be sent)", n)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the give-backs done", func() bool {
-		n, err := rig.srv.Client.Exists(ctx, "lockkit:v1:k:broken").Result()
+		n, err := rig.srv.Client.Exists(ctx, redisKey("broken")).Result()
 		return err == nil && n == 0
 	})
 	l, err := rig.c.TryAcquire(ctx, "broken")

@@ -224,8 +224,8 @@ func (l *Lease) releaseLater() {
 		return
 	}
 	l.c.background(func() {
-		<-g.done             // closed by the hand-off's sender, within the release timeout
-		if g.ok || g.maybe { // else the token never held the lock
+		<-g.done                           // closed by the hand-off's sender, within the release timeout
+		if g.replyOK() || g.mayHaveRun() { // else the token never held the lock
 			l.c.giveBack(l.names, l.token)
 		}
 	})
@@ -246,7 +246,7 @@ func (l *Lease) awaitHandoff(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if !g.ok {
+	if !g.replyOK() {
 		return ErrNotHeld
 	}
 	return nil

@@ -190,9 +190,7 @@ type grant struct {
 	done     chan struct{} // closed once the reply is in and acted on
 	// Guarded by Client.qmu (taken before the renewer's mutex where both
 	// are: grantedLease, finishHandoff).
-	settled bool // the reply is in; ok: the receiver holds the lock in Redis
-	ok      bool
-	maybe   bool   // no reply, and the script may have run: the receiver's token may hold it
+	settled bool   // the reply is in (rep, err): replyOK, mayHaveRun
 	claimed bool   // the receiver took the grant, or its acquire ended holding the lock
 	left    bool   // the receiver gave up before the reply: give the token back on success
 	lease   *Lease // the receiver's lease, once scheduled with the releaser's deadline
@@ -424,7 +422,7 @@ func (c *Client) finishHandoff(n redisNames, g *grant) {
 	ok, maybe := g.replyOK(), g.mayHaveRun()
 	c.qmu.Lock()
 	q := c.queues[n.key] // nil once w's lease ended and nobody else is here
-	g.settled, g.ok, g.maybe = true, ok, maybe
+	g.settled = true
 	if q != nil && ok {
 		q.remote = remote
 	} else if q != nil {

@@ -1,4 +1,4 @@
-package core
+package core_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
@@ -45,7 +46,7 @@ func TestUncontendedCycleWakesNoScheduler(t *testing.T) {
 // local queue.
 func TestHandoffWakesNoScheduler(t *testing.T) {
 	obs := &handoffCounter{}
-	c, ticks := tickCountingClient(t, WithObserver(obs))
+	c, ticks := tickCountingClient(t, core.WithObserver(obs))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 100
@@ -82,29 +83,11 @@ func TestHandoffWakesNoScheduler(t *testing.T) {
 	t.Logf("%d scheduler wake-ups in %d holds, %d by a hand-off", ticks.Load(), 2*n, handoffs.Load())
 }
 
-// handoffCounter counts the acquires that ended by a hand-off.
-type handoffCounter struct {
-	NopObserver
-	n atomic.Int64
-}
-
-func (h *handoffCounter) AcquireEnd(ctx context.Context, _ AcquireInfo, r AcquireResult) context.Context {
-	if r.Handoff {
-		h.n.Add(1)
-	}
-	return ctx
-}
-
 // tickCountingClient is a Client on a redis-server of its own, closed at
 // cleanup, whose renewal scheduler counts its looks at its leases.
-func tickCountingClient(t *testing.T, opts ...Option) (*Client, *atomic.Int64) {
+func tickCountingClient(t *testing.T, opts ...core.Option) (*core.Client, *atomic.Int64) {
 	t.Helper()
-	srv := redistest.Start(t)
 	ticks := &atomic.Int64{}
-	c, err := New(srv.NewClient(), append(opts, withHooks(testHooks{tickFn: func() { ticks.Add(1) }}))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := newClient(t, redistest.Start(t), append(opts, core.WithSchedulerLooks(func() { ticks.Add(1) }))...)
 	return c, ticks
 }
