@@ -51,13 +51,16 @@ func startLockSource(t *testing.T) *lockSource {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	obs := otellock.New(otellock.WithMeterProvider(mp))
+	// A lease's context ends just before its Observer hears of the loss:
+	// the source waits for the event itself, after otellock has it.
+	lostSeen := &lossSignal{ch: make(chan struct{})}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var clients []*core.Client
 	for range 2 {
 		rdb := srv.NewClient()
-		c, err := core.New(rdb, core.WithObserver(obs))
+		c, err := core.New(rdb, core.WithObserver(core.Observers(obs, lostSeen)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +90,7 @@ func startLockSource(t *testing.T) *lockSource {
 		t.Fatal(err)
 	}
 	select {
-	case <-lost.Done():
+	case <-lostSeen.ch:
 	case <-ctx.Done():
 		t.Fatal("the lease outlived its flushed key")
 	}
@@ -129,4 +132,15 @@ func startLockSource(t *testing.T) *lockSource {
 	go func() { defer close(done); _ = hs.Serve(lis) }()
 	t.Cleanup(func() { _ = hs.Close(); <-done })
 	return &lockSource{reg: reg, addr: lis.Addr().String()}
+}
+
+// lossSignal closes ch at the first Lost event it is told of.
+type lossSignal struct {
+	core.NopObserver
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (s *lossSignal) Lost(context.Context, core.LeaseInfo, error) {
+	s.once.Do(func() { close(s.ch) })
 }
