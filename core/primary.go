@@ -139,11 +139,20 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 	return parseAcquire(v)
 }
 
-// parseAcquire reads acquire.lua's reply: the fence when acquired, the
-// holder's description when not.
+// parseAcquire reads acquire.lua's reply: the fence when acquired (a
+// decimal string; shared_acquire.lua sends an integer), the holder's
+// description when not.
 func parseAcquire(v any) (acquireReply, error) {
-	if fence, ok := v.(int64); ok && fence > 0 {
-		return acquireReply{ok: true, fence: fence}, nil
+	switch x := v.(type) {
+	case string:
+		if fence, err := strconv.ParseInt(x, 10, 64); err == nil && fence > 0 {
+			return acquireReply{ok: true, fence: fence}, nil
+		}
+		return acquireReply{}, fmt.Errorf("lockkit: unexpected acquire reply %q", x)
+	case int64:
+		if x > 0 {
+			return acquireReply{ok: true, fence: x}, nil
+		}
 	}
 	res, _ := v.([]any)
 	if len(res) < 5 || asInt(res[0]) != 0 {

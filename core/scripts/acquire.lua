@@ -15,9 +15,9 @@
 -- ARGV[7]  grant TTL (ms): how long a release's grant to this queue waits
 --          for its confirming attempt
 --
--- Returns the fence (an integer) when the caller now holds the lock — one
--- integer is the cheapest reply to send and to read, on the path every
--- request takes — also when this is a
+-- Returns the fence (a decimal string, as the hash keeps it: converting it to
+-- a Lua number would cost the path every request takes more than the reply
+-- saves) when the caller now holds the lock, also when this is a
 -- re-send of an acquire that already succeeded (same token: harmless, it only
 -- refreshes the expiry), and when a release had granted the lock to the
 -- caller's queue (this attempt confirms the grant: the fence is the grant's,
@@ -42,13 +42,13 @@ local o = h[1]
 if o == '' then o = false end -- released (release.lua): free
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return tonumber(h[2])
+  return h[2]
 end
 if o and o == ARGV[5] then
   -- Granted to this queue by a release: the grant becomes this lease.
   redis.call('HSET', KEYS[1], 'o', ARGV[1], 'w', ARGV[3], 'm', ARGV[4])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  return tonumber(h[2])
+  return h[2]
 end
 if o then
   local x = redis.call('HMGET', KEYS[1], 'w', 'm', 'qt')
@@ -79,4 +79,4 @@ end
 local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return tonumber(fence)
+return fence

@@ -3,15 +3,24 @@
 -- it is written once. (A hand-off inside a process takes the holder's + 1:
 -- handoff.lua.)
 --
--- The next token of a lock whose last token is `last` (a string or false):
--- max(last + 1, server TIME in microseconds), as a decimal string (a Lua
--- number would reach Redis as a float). Tokens stay below 2^53, exact in Lua.
+-- The next token of a lock whose last token is `last` (a decimal string or
+-- false): max(last + 1, server TIME in microseconds), as a decimal string.
 -- t is a TIME reply the caller already has (nil: asked here), so a script
 -- that needs the time for something else asks once.
+--
+-- The common case (last is behind the clock) is built and compared as
+-- strings: TIME's seconds followed by its microseconds padded to six digits,
+-- and two decimal strings without leading zeros compare as numbers when the
+-- longer is larger and equal lengths compare digit by digit. Lua's number
+-- conversions (tonumber, string.format) were the dearest part of the acquire
+-- script after its Redis calls; only a last token at or ahead of the clock
+-- pays for them. Tokens stay below 2^53, exact as a Lua number.
 local function next_fence(last, t)
   t = t or redis.call('TIME')
-  local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  last = tonumber(last or '0')
-  if last >= fence then fence = last + 1 end
-  return string.format('%d', fence)
+  local us = t[2]
+  local fence = t[1] .. string.sub('00000', #us) .. us
+  if last and (#last > #fence or (#last == #fence and last >= fence)) then
+    fence = string.format('%d', tonumber(last) + 1)
+  end
+  return fence
 end
