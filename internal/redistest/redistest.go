@@ -41,6 +41,8 @@ type Server struct {
 	// taken or out of range for an ephemeral port.
 	busPort   int
 	clusterOn bool
+	// wrapper is a command redis-server runs under (WithWrapper).
+	wrapper []string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -57,6 +59,12 @@ type Option func(*Server)
 
 // WithArgs appends redis-server command-line arguments, e.g. "--replicaof", "127.0.0.1 6380".
 func WithArgs(args ...string) Option { return func(s *Server) { s.args = append(s.args, args...) } }
+
+// WithWrapper runs redis-server under a command given with its arguments,
+// e.g. valgrind's callgrind, which counts the instructions the server runs
+// (bench's BenchmarkRedisInstructions). Valgrind runs the program in its own
+// process, so Pid is the server's.
+func WithWrapper(cmd ...string) Option { return func(s *Server) { s.wrapper = cmd } }
 
 // Start starts a fresh redis-server on a free loopback port and returns it.
 // The test fails with one clear line when redis-server is not installed.
@@ -101,6 +109,16 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 
 // Addr is host:port of the server.
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// Pid is the server process's id, 0 when it is not running.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
 
 // Port is the server's TCP port.
 func (s *Server) Port() int { return s.port }
@@ -154,7 +172,12 @@ func (s *Server) start() error {
 		}
 		args = append(args, "--cluster-port", strconv.Itoa(s.busPort))
 	}
+	ready := 10 * time.Second
 	cmd := exec.Command(s.bin, args...)
+	if len(s.wrapper) > 0 {
+		cmd = exec.Command(s.wrapper[0], append(append(s.wrapper[1:len(s.wrapper):len(s.wrapper)], s.bin), args...)...)
+		ready = time.Minute // valgrind starts slowly
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	logf, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("redis-%d.log", time.Now().UnixNano())))
 	if err != nil {
@@ -167,7 +190,7 @@ func (s *Server) start() error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	if err := waitReady(s.Addr(), exited, 10*time.Second); err != nil {
+	if err := waitReady(s.Addr(), exited, ready); err != nil {
 		_ = cmd.Process.Kill()
 		<-exited
 		b, _ := os.ReadFile(logf.Name())

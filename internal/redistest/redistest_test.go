@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -82,5 +83,35 @@ func TestMissingRedisServerSaysHowToInstall(t *testing.T) {
 	<-done
 	if f.msg != InstallHint || strings.Count(f.msg, "\n") != 0 || !strings.Contains(f.msg, "apt-get install -y redis-server") {
 		t.Fatalf("message = %q", f.msg)
+	}
+}
+
+// A server started under a wrapper command runs in the wrapper's process
+// (nice here, as valgrind does): Pid is the server's, and the wrapper's
+// arguments took effect.
+func TestWrapper(t *testing.T) {
+	s := Start(t, WithWrapper("nice", "-n", "7"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := s.Client.Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("process_id:%d\r", s.Pid()); !strings.Contains(info, want) {
+		t.Errorf("INFO server lacks %q: Pid is not the server's", want)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Pid()))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	// Fields after the command name's closing parenthesis: state is the
+	// first, nice the 17th.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 17 || fields[16] != "7" {
+		t.Errorf("server's nice value %v, want 7: the wrapper did not run it", fields)
+	}
+	s.Kill()
+	if s.Pid() != 0 {
+		t.Errorf("Pid after Kill = %d, want 0", s.Pid())
 	}
 }

@@ -175,7 +175,7 @@ func main() {
 }
 
 func columns(rs []row) []string {
-	pref := []string{"cycles/s", "vs-bare", "us", "vs-default", "allocs", "redis-us", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "redis-us/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
+	pref := []string{"cycles/s", "vs-bare", "us", "vs-default", "allocs", "redis-us", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "redis-us/cycle", "redis-instr/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
 	seen := map[string]bool{}
 	for _, r := range rs {
 		for k := range r.metrics {
@@ -197,7 +197,8 @@ func columns(rs []row) []string {
 	return append(cols, rest...)
 }
 
-// ratioLine compares lockkit with the best peer (bare-setnx is a floor, not a peer).
+// ratioLine compares lockkit with the best peer (bare-setnx is a floor, not a
+// peer), or for Redis's instruction counts with the lowest peer and the floor.
 func ratioLine(rs []row) string {
 	var lk *row
 	var best *row
@@ -215,10 +216,22 @@ func ratioLine(rs []row) string {
 			}
 		}
 	}
-	if lk == nil || lk.metrics["cycles/s"] == 0 {
+	if lk == nil {
 		return ""
 	}
 	var parts []string
+	if v := lk.metrics["redis-instr/cycle"]; v > 0 {
+		if low := lowestPeer(rs, "redis-instr/cycle"); low != nil && low.metrics["redis-instr/cycle"] > 0 {
+			parts = append(parts, fmt.Sprintf("Redis's instructions per cycle: lockkit **%.2f×** the lowest peer's (%s, %.0f)",
+				v/low.metrics["redis-instr/cycle"], low.sub, low.metrics["redis-instr/cycle"]))
+		}
+		if bare != nil && bare.metrics["redis-instr/cycle"] > 0 {
+			parts = append(parts, fmt.Sprintf("%.2f× bare SET NX + DEL's (%.0f)", v/bare.metrics["redis-instr/cycle"], bare.metrics["redis-instr/cycle"]))
+		}
+	}
+	if lk.metrics["cycles/s"] == 0 {
+		return strings.Join(parts, "; ")
+	}
 	if best != nil {
 		parts = append(parts, fmt.Sprintf("lockkit / best peer (%s): **%.2f×** cycles/s", best.sub, lk.metrics["cycles/s"]/best.metrics["cycles/s"]))
 		if c, ok := best.metrics["redis-cpu-us/cycle"]; ok && c > 0 {

@@ -35,3 +35,18 @@ func TestParse(t *testing.T) {
 		t.Errorf("%d rows, want 4: %v", len(rows), got)
 	}
 }
+
+// Redis's instruction counts are compared with the lowest peer and the floor.
+func TestRatioLineInstructions(t *testing.T) {
+	raw := "BenchmarkRedisInstructions/lockkit-2 \t 1\t 1 ns/op\t 100000 redis-instr/cycle\n" +
+		"BenchmarkRedisInstructions/redsync-2 \t 1\t 1 ns/op\t 34000 redis-instr/cycle\n" +
+		"BenchmarkRedisInstructions/redislock-exp-2 \t 1\t 1 ns/op\t 55000 redis-instr/cycle\n" +
+		"BenchmarkRedisInstructions/bare-setnx-2 \t 1\t 1 ns/op\t 16000 redis-instr/cycle\n"
+	rows, _ := parse(strings.NewReader(raw))
+	got := ratioLine(rows)
+	for _, want := range []string{"lockkit **2.94×** the lowest peer's (redsync, 34000)", "6.25× bare SET NX + DEL's (16000)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ratio line %q lacks %q", got, want)
+		}
+	}
+}
