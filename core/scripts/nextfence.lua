@@ -11,10 +11,14 @@
 -- The common case (last is behind the clock) is built and compared as
 -- strings: TIME's seconds followed by its microseconds padded to six digits,
 -- and two decimal strings without leading zeros compare as numbers when the
--- longer is larger and equal lengths compare digit by digit. Lua's number
--- conversions (tonumber, string.format) were the dearest part of the acquire
--- script after its Redis calls; only a last token at or ahead of the clock
--- pays for them. Tokens stay below 2^53, exact as a Lua number.
+-- longer is larger and equal lengths compare digit by digit (Lua compares
+-- with strcoll, and every locale orders digits 0 to 9). That needs every
+-- writer of the field f to write a plain decimal (string.format('%d'),
+-- TIME's digits, or fence.lua's integer argument): no sign, exponent or
+-- leading zero. Lua's number conversions (tonumber, string.format) were the
+-- dearest part of the acquire script after its Redis calls; only a last
+-- token at or ahead of the clock pays for them. Tokens stay below 2^53,
+-- exact as a Lua number.
 local function next_fence(last, t)
   t = t or redis.call('TIME')
   local us = t[2]
