@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"context"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,25 +48,13 @@ func BenchmarkRedisInstructions(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			ctx := context.Background()
-			cycle := func() {
-				cctx, cancel := context.WithTimeout(ctx, time.Minute)
-				defer cancel()
-				unlock, err := l.Lock(cctx, "bench:cost")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := unlock(cctx); err != nil {
-					b.Fatal(err)
-				}
-			}
 			for range costWarmup {
-				cycle()
+				uncontendedCycle(b, sp.name, l, "bench:cost")
 			}
 			callgrind(b, control, "-z", srv.Pid())
 			b.ResetTimer()
 			for range costCycles {
-				cycle()
+				uncontendedCycle(b, sp.name, l, "bench:cost")
 			}
 			b.StopTimer()
 			callgrind(b, control, "-d", srv.Pid())

@@ -243,7 +243,7 @@ func BenchmarkFeatureCost(b *testing.B) {
 	took := testkit.Turns(b, len(vs), block, func(i int) { cycle(vs[i]) })
 	n := float64(b.N * block)
 	for i, v := range vs {
-		b.ReportMetric(float64(took[i].Microseconds())/n, v.name+"-us")
+		b.ReportMetric(took[i].Seconds()*1e6/n, v.name+"-us")
 		b.ReportMetric(float64(took[i])/float64(took[0]), v.name+"-vs-default")
 		b.ReportMetric(v.allocs, v.name+"-allocs")
 		b.ReportMetric(v.redisUs, v.name+"-redis-us")

@@ -39,12 +39,14 @@ func RunAcquireAll(ctx context.Context, rdb redis.Scripter, keys []string, args 
 // NextFence runs nextfence.lua's next_fence on Redis: last "" is a lock
 // with no last token, sec "" asks the server's TIME (tests of the rule).
 func NextFence(ctx context.Context, rdb redis.Scripter, last, sec, usec string) (string, error) {
-	return redis.NewScript(nextFenceLua+`
+	return nextFenceScript.Run(ctx, rdb, nil, last, sec, usec).Text()
+}
+
+var nextFenceScript = redis.NewScript(nextFenceLua + `
 local last, t = ARGV[1], nil
 if last == '' then last = false end
 if ARGV[2] ~= '' then t = {ARGV[2], ARGV[3]} end
-return next_fence(last, t)`).Run(ctx, rdb, nil, last, sec, usec).Text()
-}
+return next_fence(last, t)`)
 
 // QueueStates describes every local queue of c (debugging).
 func QueueStates(c *Client) string {

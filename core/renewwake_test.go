@@ -1,13 +1,13 @@
 package core_test
 
 import (
-	"context"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // An acquire and release with nothing in between, the uncontended request,
@@ -18,8 +18,7 @@ import (
 // machine, per cycle.) Counted by the scheduler's own look at its leases.
 func TestUncontendedCycleWakesNoScheduler(t *testing.T) {
 	c, ticks := tickCountingClient(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testkit.Context(t, 30*time.Second)
 	const n = 500
 	for range n {
 		l, err := c.Acquire(ctx, "wake:1")
@@ -47,8 +46,7 @@ func TestUncontendedCycleWakesNoScheduler(t *testing.T) {
 func TestHandoffWakesNoScheduler(t *testing.T) {
 	obs := &handoffCounter{}
 	c, ticks := tickCountingClient(t, core.WithObserver(obs))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx := testkit.Context(t, 30*time.Second)
 	const n = 100
 	handoffs := &obs.n
 	errs := make(chan error, 2)

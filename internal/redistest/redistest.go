@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,7 +176,7 @@ func (s *Server) start() error {
 	ready := 10 * time.Second
 	cmd := exec.Command(s.bin, args...)
 	if len(s.wrapper) > 0 {
-		cmd = exec.Command(s.wrapper[0], append(append(s.wrapper[1:len(s.wrapper):len(s.wrapper)], s.bin), args...)...)
+		cmd = exec.Command(s.wrapper[0], slices.Concat(s.wrapper[1:], []string{s.bin}, args)...)
 		ready = time.Minute // valgrind starts slowly
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
