@@ -51,6 +51,10 @@ func TestNextFenceRule(t *testing.T) {
 	} {
 		check(strconv.FormatInt(last, 10), sec, 7)
 	}
+	// A whole second (microseconds 0, padded to six zeros) against a last
+	// token just behind and at it.
+	check(strconv.FormatInt(clock-1, 10), sec, 0)
+	check(strconv.FormatInt(clock, 10), sec, 0)
 	// Longer than the clock (a clock of 15 digits: tokens stay below 2^53,
 	// 16 digits, so Lua adds one exactly).
 	check(strconv.FormatInt(clock, 10), 99_999_999, 7)
