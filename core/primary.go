@@ -21,23 +21,25 @@ type primary struct {
 	hub   *hub
 	shard *shardHub
 	// publish is the command the release scripts announce with: "publish",
-	// or "spublish" for shard channels (boxed once as a script argument).
-	publish any
-	ack     replicaAck
-	batch   *batcher
+	// or "spublish" for shard channels (boxed once as a script argument);
+	// releaser is release.lua with that command in it.
+	publish  any
+	releaser *script
+	ack      replicaAck
+	batch    *batcher
 }
 
 // bound limits a batch of calls of which one has no deadline (the
 // Client's release timeout; see batcher).
 func newPrimary(rdb redis.UniversalClient, ack replicaAck, bound time.Duration) *primary {
-	return &primary{rdb: rdb, hub: newHub(rdb), publish: "publish", ack: ack, batch: newBatcher(rdb, maxDirect, bound)}
+	return &primary{rdb: rdb, hub: newHub(rdb), publish: "publish", releaser: releaseScript, ack: ack, batch: newBatcher(rdb, maxDirect, bound)}
 }
 
 // newShardedPrimary is the backend on a Redis Cluster with release
 // notifications on shard channels: SPUBLISH delivers a release to the shard
 // that owns the lock only, where classic PUBLISH is broadcast to every node.
 func newShardedPrimary(rdb *redis.ClusterClient, bound time.Duration) *primary {
-	return &primary{rdb: rdb, shard: newShardHub(rdb), publish: "spublish", batch: newBatcher(rdb, maxDirect, bound)}
+	return &primary{rdb: rdb, shard: newShardHub(rdb), publish: "spublish", releaser: releaseShardedScript, batch: newBatcher(rdb, maxDirect, bound)}
 }
 
 // waitCmd queues WAIT (Pipeliner has no typed Wait).
@@ -91,9 +93,6 @@ func (p *primary) eval(ctx context.Context, s *script, argv []any) *redis.Cmd {
 // fenceKeepMs is fenceKeep as a script argument, boxed once.
 var fenceKeepMs any = ms(fenceKeep)
 
-// keepExpiryArg tells release.lua to leave the lock's expiry as it is.
-var keepExpiryArg any = "0"
-
 // msArg is d in milliseconds as a script argument; the common TTLs are
 // boxed once (an int64 above 255 costs an allocation each time).
 func msArg(d time.Duration) any {
@@ -126,11 +125,22 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 		}
 		return parseAcquire(v)
 	}
+	// acquire.lua's arguments after the key: the last three only for a
+	// caller that queues, life and grant only for one with a place in the
+	// wait queue (see acquire.lua: each costs Redis).
+	argc := 4
+	switch r.queue {
+	case "":
+	case notifyOnly:
+		argc = 5
+	default:
+		argc = 7
+	}
 	var cmd *redis.Cmd
 	if p.ack.replicas == 0 {
-		cmd = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant})
+		cmd = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant}[:4+argc])
 	} else {
-		cmd = p.run(ctx, acquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant)
+		cmd = p.run(ctx, acquireScript, []string{n.key}, []any{r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant}[:argc]...)
 	}
 	v, err := cmd.Result()
 	if err != nil {
@@ -171,11 +181,11 @@ func (p *primary) release(ctx context.Context, n redisNames, token string, keepE
 		v, err := p.run(ctx, sharedReleaseScript, []string{n.key}, token, n.channel, fenceKeepMs, p.publish).Int64()
 		return err == nil && v == 1, err
 	}
-	keep := fenceKeepMs
+	argv := []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs}
 	if keepExpiry {
-		keep = keepExpiryArg
+		argv = argv[:6] // release.lua keeps the lease's expiry
 	}
-	v, err := p.eval(ctx, releaseScript, []any{nil, nil, 1, n.keyArg, token, n.channelArg, keep, p.publish}).Int64()
+	v, err := p.eval(ctx, p.releaser, argv).Int64()
 	return err == nil && v >= 1, err
 }
 

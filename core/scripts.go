@@ -31,9 +31,13 @@ var (
 	acquireLua    string
 	acquireScript = newScript(nextFenceLua + acquireLua)
 
+	// release.lua announces a release with the command in its local
+	// publish, prepended: one script per command rather than an argument
+	// on every release (see release.lua).
 	//go:embed scripts/release.lua
-	releaseLua    string
-	releaseScript = newScript(nextFenceLua + releaseLua)
+	releaseLua           string
+	releaseScript        = newScript("local publish = 'publish'\n" + nextFenceLua + releaseLua)
+	releaseShardedScript = newScript("local publish = 'spublish'\n" + nextFenceLua + releaseLua)
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string

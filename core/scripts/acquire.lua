@@ -6,14 +6,22 @@
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  owner id (WithOwner)
 -- ARGV[4]  holder metadata (Observer)
--- ARGV[5]  queue id: the caller Client's wait queue for this lock ('' for a
---          caller that does not wait: TryAcquire, NoWait; '*' for one that
---          waits for the release message without a place in the queue:
---          Redlock, whose refusal sets the lock's field n instead)
+-- ARGV[5]  queue id: the caller Client's wait queue for this lock (absent
+--          for a caller that does not queue: TryAcquire, NoWait, and a
+--          queue's first attempt, before it has met the lock held; '*' for
+--          one that waits for the release message without a place in the
+--          queue: Redlock, whose refusal sets the lock's field n instead)
 -- ARGV[6]  queue entry lifetime (ms): an entry not refreshed by an attempt
 --          within it belongs to a dead waiter, and a release skips it
 -- ARGV[7]  grant TTL (ms): how long a release's grant to this queue waits
 --          for its confirming attempt
+--          (ARGV[6] and ARGV[7] come exactly when ARGV[5] names a queue.)
+--
+-- After its Redis calls, what costs the script most is its arguments and
+-- the fields it reads: on Redis 7.0, under callgrind, each argument costs
+-- about 1,300 instructions and each field an HMGET reads about 2,300,
+-- against about 7,000 for a call such as TIME. So the common attempt, a
+-- first one on a free lock, sends the first four and reads two fields.
 --
 -- Returns the fence (a decimal string, as the hash keeps it: converting it to
 -- a Lua number would cost the path every request takes more than the reply
@@ -37,14 +45,20 @@
 -- increases across holders while the hash exists and, after data loss, as long
 -- as the server clock does not go back. Nothing is kept per lock name forever:
 -- after release the hash keeps only the last token, for a few seconds.
-local h = redis.call('HMGET', KEYS[1], 'o', 'f', 'i' .. ARGV[5])
+local q = ARGV[5] or ''
+local h
+if ARGV[6] then -- a queue with a place: is it in the wait queue?
+  h = redis.call('HMGET', KEYS[1], 'o', 'f', 'i' .. q)
+else
+  h = redis.call('HMGET', KEYS[1], 'o', 'f')
+end
 local o = h[1]
 if o == '' then o = false end -- released (release.lua): free
 if o == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return h[2]
 end
-if o and o == ARGV[5] then
+if o and o == q then
   -- Granted to this queue by a release: the grant becomes this lease.
   redis.call('HSET', KEYS[1], 'o', ARGV[1], 'w', ARGV[3], 'm', ARGV[4])
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -52,21 +66,21 @@ if o and o == ARGV[5] then
 end
 if o then
   local x = redis.call('HMGET', KEYS[1], 'w', 'm', 'qt')
-  if ARGV[5] == '*' then
+  if q == '*' then
     redis.call('HSET', KEYS[1], 'n', '1') -- someone waits: announce the release
-  elseif ARGV[5] ~= '' then
+  elseif q ~= '' then
     local t = redis.call('TIME')
     local exp = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6])
     if h[3] then -- queued already: refresh the entry, keep the place
       local seq = string.match(h[3], '^(%d+):')
-      redis.call('HSET', KEYS[1], 'i' .. ARGV[5], seq .. ':' .. exp .. ':' .. ARGV[7])
+      redis.call('HSET', KEYS[1], 'i' .. q, seq .. ':' .. exp .. ':' .. ARGV[7])
     else
       local seq = tonumber(x[3] or '0') + 1
       local e = seq .. ':' .. exp .. ':' .. ARGV[7]
       if x[3] then
-        redis.call('HSET', KEYS[1], 'qt', seq, 'q' .. seq, ARGV[5], 'i' .. ARGV[5], e)
+        redis.call('HSET', KEYS[1], 'qt', seq, 'q' .. seq, q, 'i' .. q, e)
       else
-        redis.call('HSET', KEYS[1], 'qh', seq, 'qt', seq, 'q' .. seq, ARGV[5], 'i' .. ARGV[5], e)
+        redis.call('HSET', KEYS[1], 'qh', seq, 'qt', seq, 'q' .. seq, q, 'i' .. q, e)
       end
     end
   end
@@ -74,7 +88,7 @@ if o then
 end
 if h[3] then -- a free lock with this caller still queued: leave the queue
   local seq = string.match(h[3], '^(%d+):')
-  redis.call('HDEL', KEYS[1], 'i' .. ARGV[5], 'q' .. seq)
+  redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq)
 end
 local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])

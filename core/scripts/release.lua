@@ -4,12 +4,15 @@
 -- KEYS[1]  the lock hash
 -- ARGV[1]  owner token, or a queue id leaving the wait queue
 -- ARGV[2]  notification channel of the lock
--- ARGV[3]  how long the last fencing token is kept after release (ms), or
---          0 to keep the lease's own expiry (the releasing Client passes 0
---          when that expiry is already between 1 and 30 s away: one call
---          less on the path every request takes)
--- ARGV[4]  the publish command: 'publish', or 'spublish' on Redis Cluster,
---          where ARGV[2] is then a shard channel in KEYS[1]'s own slot
+-- ARGV[3]  how long the last fencing token is kept after release (ms);
+--          absent to keep the lease's own expiry (the releasing Client
+--          leaves it out when that expiry is already between 1 and 30 s
+--          away: one call less on the path every request takes, and one
+--          argument less, see acquire.lua for what each costs)
+-- publish  (a local prepended to the script, not an argument: one argument
+--          less) the publish command: 'publish', or 'spublish' on Redis
+--          Cluster, where ARGV[2] is then a shard channel in KEYS[1]'s own
+--          slot
 --
 -- Returns 1 + the number of subscribers that got the release message when
 -- the token held the lock (1 when it had already released it: a re-sent
@@ -90,14 +93,14 @@ if h[1] == ARGV[1] then
     if h[3] then
       redis.call('HDEL', KEYS[1], 'n')
     end
-    if ARGV[3] ~= '0' then
+    if ARGV[3] then
       redis.call('PEXPIRE', KEYS[1], ARGV[3])
     end
   end
   if not h[2] and not h[3] then
     return 1 -- nobody waits in Redis: no message
   end
-  return 1 + redis.call(ARGV[4], ARGV[2], granted and ('g:' .. granted) or 'released')
+  return 1 + redis.call(publish, ARGV[2], granted and ('g:' .. granted) or 'released')
 end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
   return 1
