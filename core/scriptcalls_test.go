@@ -34,20 +34,32 @@ func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int64 {
 // away, keeps the last token long enough and the hash not too long) and no
 // message (nobody waits). A TTL too short for that second, or longer than
 // 30 s, makes the release set the expiry itself (10 s).
+//
+// And the scripts' arguments, each of which costs Redis about a fifth of a
+// call (acquire.lua's header): the acquire's token, TTL, owner id and
+// metadata, and the release's token and channel, whether or not holder
+// metadata is set; a release that sets the expiry adds it.
 func TestUncontendedCycleCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		ttl           time.Duration
+		meta          string
 		releaseExpiry int64
 	}{
-		{"default TTL", core.DefaultTTL, 0},
-		{"5s TTL", 5 * time.Second, 0},
-		{"1s TTL", time.Second, 1},
-		{"40s TTL", 40 * time.Second, 1},
+		{"default TTL", core.DefaultTTL, "", 0},
+		{"5s TTL", 5 * time.Second, "", 0},
+		{"1s TTL", time.Second, "", 1},
+		{"40s TTL", 40 * time.Second, "", 1},
+		{"holder metadata", core.DefaultTTL, "span 42", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			c := newClient(t, srv, core.WithTTL(tc.ttl))
+			rdb := srv.NewClient()
+			args := &scriptArgs{}
+			rdb.AddHook(args)
+			rec := newRecorder()
+			rec.meta = tc.meta
+			c := newClientOn(t, rdb, core.WithTTL(tc.ttl), core.WithObserver(rec))
 			ctx := testkit.Context(t, 10*time.Second)
 			warm, err := c.Acquire(ctx, "calls") // scripts loaded, hash made
 			if err != nil {
@@ -57,6 +69,7 @@ func TestUncontendedCycleCalls(t *testing.T) {
 			if err := srv.Client.ConfigResetStat(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
+			args.n.Store(0)
 			const n = 20
 			var last int64
 			for range n {
@@ -84,6 +97,17 @@ func TestUncontendedCycleCalls(t *testing.T) {
 					t.Errorf("%s: %d calls, want none (all: %v)", cmd, got[cmd], got)
 				}
 			}
+			if got, want := args.n.Load(), (6+tc.releaseExpiry)*n; got != want {
+				t.Errorf("%d script arguments in %d cycles, want %d", got, n, want)
+			}
+			l, err := c.Acquire(ctx, "calls") // the arguments still say who holds it
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(ctx)
+			if h, held, err := c.Inspect(ctx, "calls"); err != nil || !held || h.Metadata != tc.meta || h.Owner == "" {
+				t.Errorf("Inspect = %+v, %v, %v; want metadata %q and an owner", h, held, err, tc.meta)
+			}
 		})
 	}
 }
@@ -104,59 +128,4 @@ func (s *scriptArgs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (s *scriptArgs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
-}
-
-// Each script argument costs Redis about as much as a fifth of a call
-// (acquire.lua's header): the uncontended cycle sends the acquire's token,
-// TTL, owner id and metadata, and the release's token and channel, whether
-// or not holder metadata is set; a release that sets an expiry adds it.
-func TestUncontendedCycleArguments(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		ttl  time.Duration
-		meta string
-		want int64 // per cycle
-	}{
-		{"default", core.DefaultTTL, "", 6},
-		{"holder metadata", core.DefaultTTL, "span 42", 6},
-		{"1s TTL: the release sets the expiry", time.Second, "", 7},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			srv := redistest.Start(t)
-			rdb := srv.NewClient()
-			args := &scriptArgs{}
-			rdb.AddHook(args)
-			rec := newRecorder()
-			rec.meta = tc.meta
-			c := newClientOn(t, rdb, core.WithTTL(tc.ttl), core.WithObserver(rec))
-			ctx := testkit.Context(t, 10*time.Second)
-			warm, err := c.Acquire(ctx, "args") // scripts loaded, hash made
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = warm.Release(ctx)
-			args.n.Store(0)
-			const n = 20
-			for range n {
-				l, err := c.Acquire(ctx, "args")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := l.Release(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if got := args.n.Load(); got != tc.want*n {
-				t.Errorf("%d script arguments in %d cycles, want %d per cycle", got, n, tc.want)
-			}
-			l, err := c.Acquire(ctx, "args") // the arguments still say who holds it
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Release(ctx)
-			if h, held, err := c.Inspect(ctx, "args"); err != nil || !held || h.Metadata != tc.meta || h.Owner == "" {
-				t.Errorf("Inspect = %+v, %v, %v; want metadata %q and an owner", h, held, err, tc.meta)
-			}
-		})
-	}
 }
