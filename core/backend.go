@@ -61,7 +61,8 @@ type acquireReq struct {
 	wait bool
 	// queue is the id of the caller Client's local queue for the lock, under
 	// which the lock's wait queue in Redis knows it ("" for a caller that
-	// does not wait: TryAcquire, NoWait; notifyOnly for a Redlock waiter).
+	// does not queue: TryAcquire, NoWait, and a queue's attempts until one
+	// meets the lock held; notifyOnly for a Redlock waiter).
 	queue string
 }
 

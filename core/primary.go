@@ -20,9 +20,9 @@ type primary struct {
 	// channels) carries the release notifications.
 	hub   *hub
 	shard *shardHub
-	// publish is the command the release scripts announce with: "publish",
-	// or "spublish" for shard channels (boxed once as a script argument);
-	// releaser is release.lua with that command in it.
+	// publish is the command a release is announced with: "publish", or
+	// "spublish" for shard channels. shared_release.lua and force.lua take it
+	// as an argument (boxed once); releaser is release.lua with it built in.
 	publish  any
 	releaser *script
 	ack      replicaAck

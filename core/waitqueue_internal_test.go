@@ -168,3 +168,47 @@ func TestWaitQueueScriptsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// release.lua's third argument: absent keeps the lease's own expiry, a
+// number of ms sets it, and '0', which meant "keep" before the argument
+// could be absent, still keeps it (PEXPIRE 0 would delete the hash and the
+// last fencing token with it).
+func TestReleaseKeepArgument(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := New(srv.NewClient(), WithTTL(20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name    string
+		keep    []any
+		atLeast time.Duration // the hash's TTL after the release
+		atMost  time.Duration
+	}{
+		{"absent", nil, 10 * time.Second, 20 * time.Second},
+		{"'0'", []any{"0"}, 10 * time.Second, 20 * time.Second},
+		{"3000 ms", []any{3000}, time.Second, 3 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := c.Acquire(ctx, "keep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(ctx) // already released: a no-op answer
+			args := append([]any{l.token, l.names.channel}, tc.keep...)
+			if v, err := releaseScript.Run(ctx, srv.Client, []string{l.names.key}, args...).Int64(); err != nil || v != 1 {
+				t.Fatalf("release = %d, %v", v, err)
+			}
+			ttl, err := srv.Client.PTTL(ctx, l.names.key).Result()
+			if err != nil || ttl < tc.atLeast || ttl > tc.atMost {
+				t.Fatalf("hash TTL after the release %v (%v), want %v to %v", ttl, err, tc.atLeast, tc.atMost)
+			}
+			if f, _ := srv.Client.HGet(ctx, l.names.key, "f").Int64(); f != l.Token() {
+				t.Fatalf("last token %d, want %d", f, l.Token())
+			}
+		})
+	}
+}

@@ -8,7 +8,9 @@
 --          absent to keep the lease's own expiry (the releasing Client
 --          leaves it out when that expiry is already between 1 and 30 s
 --          away: one call less on the path every request takes, and one
---          argument less, see acquire.lua for what each costs)
+--          argument less, see acquire.lua for what each costs); '0' is read
+--          as absent, as it was once sent for it (PEXPIRE 0 would delete
+--          the hash, last token and all)
 -- publish  (a local prepended to the script, not an argument: one argument
 --          less) the publish command: 'publish', or 'spublish' on Redis
 --          Cluster, where ARGV[2] is then a shard channel in KEYS[1]'s own
@@ -93,7 +95,7 @@ if h[1] == ARGV[1] then
     if h[3] then
       redis.call('HDEL', KEYS[1], 'n')
     end
-    if ARGV[3] then
+    if ARGV[3] and ARGV[3] ~= '0' then
       redis.call('PEXPIRE', KEYS[1], ARGV[3])
     end
   end
