@@ -25,31 +25,13 @@ func ioTimeout(d time.Duration) func(*redis.Options) {
 	return func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = d, d }
 }
 
-// acquireSends is a go-redis hook that announces every acquire script the
-// client sends, with its time: an EVAL/EVALSHA on a lock key without a
-// channel argument (the release script names the notification channel,
-// lockkit:v1:c:...).
+// acquireSends announces every acquire script a client sends, with its
+// time (note, as a testkit.EachCommand hook): an EVAL/EVALSHA on a lock key
+// without a channel argument (the release script names the notification
+// channel, lockkit:v1:c:...).
 type acquireSends struct{ ch chan time.Time }
 
 func newAcquireSends() *acquireSends { return &acquireSends{ch: make(chan time.Time, 64)} }
-
-func (h *acquireSends) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *acquireSends) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.note(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *acquireSends) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.note(c)
-		}
-		return next(ctx, cmds)
-	}
-}
 
 func (h *acquireSends) note(cmd redis.Cmder) {
 	if n := cmd.Name(); n != "evalsha" && n != "eval" {
@@ -122,7 +104,7 @@ func TestFrozenRedisQueuedWaitersAreUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
 	sends := newAcquireSends()
 	rdb := srv.NewClient(ioTimeout(5 * time.Second))
-	rdb.AddHook(sends)
+	rdb.AddHook(testkit.EachCommand(sends.note))
 	rec := newRecorder()
 	c := newClientOn(t, rdb, core.WithObserver(rec))
 	ctx := testkit.Context(t, 20*time.Second)
@@ -174,7 +156,7 @@ func TestFrozenRedisAfterSeenHeld(t *testing.T) {
 	holder := newClient(t, srv, core.WithTTL(time.Second), core.WithOwner("holder"))
 	sends := newAcquireSends()
 	rdb := srv.NewClient(ioTimeout(5 * time.Second))
-	rdb.AddHook(sends)
+	rdb.AddHook(testkit.EachCommand(sends.note))
 	rec := newRecorder()
 	c := newClientOn(t, rdb, core.WithObserver(rec), core.WithOwner("waiter"))
 	ctx := testkit.Context(t, 20*time.Second)
@@ -239,7 +221,7 @@ func TestFrozenRedisCallerContextWins(t *testing.T) {
 	srv := redistest.Start(t)
 	sends := newAcquireSends()
 	rdb := srv.NewClient(ioTimeout(5 * time.Second))
-	rdb.AddHook(sends)
+	rdb.AddHook(testkit.EachCommand(sends.note))
 	rec := newRecorder()
 	c := newClientOn(t, rdb, core.WithObserver(rec))
 	ctx := testkit.Context(t, 20*time.Second)

@@ -263,19 +263,8 @@ func TestNewRedlockRejects(t *testing.T) {
 // lease's renewals stay unconfirmed until it is lost.
 func TestReplicaAck(t *testing.T) {
 	primary := redistest.Start(t)
-	replica := redistest.Start(t, redistest.WithArgs("--replicaof", "127.0.0.1", fmt.Sprint(primary.Port())))
+	replica := startAckingReplica(t, primary)
 	ctx := testkit.Context(t, 30*time.Second)
-	testkit.WaitFor(t, 10*time.Second, "the replica in sync", func() bool {
-		info, _ := replica.Client.Info(ctx, "replication").Result()
-		return strings.Contains(info, "master_link_status:up")
-	})
-	// After a full sync the primary streams only after the replica's first
-	// REPLCONF ACK (sent once a second): wait until a write is acknowledged.
-	testkit.WaitFor(t, 10*time.Second, "an acknowledged write", func() bool {
-		primary.Client.Set(ctx, "sync", "1", 0)
-		n, _ := primary.Client.Wait(ctx, 1, time.Second).Result()
-		return n == 1
-	})
 	c := newClient(t, primary, core.WithReplicaAck(1, 300*time.Millisecond), core.WithTTL(time.Second))
 	l, err := c.Acquire(ctx, "ack:1")
 	if err != nil {

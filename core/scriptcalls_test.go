@@ -1,8 +1,10 @@
 package core_test
 
 import (
-	"context"
-	"sync/atomic"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,41 +37,59 @@ func cmdCalls(t *testing.T, srv *redistest.Server) map[string]int64 {
 // message (nobody waits). A TTL too short for that second, or longer than
 // 30 s, makes the release set the expiry itself (10 s).
 //
-// And the scripts' arguments, each of which costs Redis about a fifth of a
-// call (acquire.lua's header): the acquire's token, TTL, owner id and
-// metadata, and the release's token and channel, whether or not holder
-// metadata is set; a release that sets the expiry adds it.
+// And what each call carries, since every script argument and every field
+// read costs Redis (acquire.lua's header): the acquire script gets the
+// token, TTL, owner id and metadata, whether or not holder metadata is set
+// and also under replica acknowledgement (its calls are pipelined with
+// WAIT), and reads the fields o and f; the release script gets the token
+// and the channel, and the expiry when it sets one, and reads o, qh and n.
+// Redis's SLOWLOG, with every call logged, shows the calls scripts make
+// with their arguments.
 func TestUncontendedCycleCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		ttl           time.Duration
 		meta          string
-		releaseExpiry int64
+		replicaAck    bool
+		releaseExpiry int
 	}{
-		{"default TTL", core.DefaultTTL, "", 0},
-		{"5s TTL", 5 * time.Second, "", 0},
-		{"1s TTL", time.Second, "", 1},
-		{"40s TTL", 40 * time.Second, "", 1},
-		{"holder metadata", core.DefaultTTL, "span 42", 0},
+		{"default TTL", core.DefaultTTL, "", false, 0},
+		{"5s TTL", 5 * time.Second, "", false, 0},
+		{"1s TTL", time.Second, "", false, 1},
+		{"40s TTL", 40 * time.Second, "", false, 1},
+		{"holder metadata", core.DefaultTTL, "span 42", false, 0},
+		{"replica acknowledgement", core.DefaultTTL, "", true, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
+			opts := []core.Option{core.WithTTL(tc.ttl)}
+			if tc.replicaAck {
+				startAckingReplica(t, srv)
+				opts = append(opts, core.WithReplicaAck(1, 5*time.Second))
+			}
 			rdb := srv.NewClient()
 			args := &scriptArgs{}
-			rdb.AddHook(args)
+			rdb.AddHook(testkit.EachCommand(args.add))
 			rec := newRecorder()
 			rec.meta = tc.meta
-			c := newClientOn(t, rdb, core.WithTTL(tc.ttl), core.WithObserver(rec))
+			c := newClientOn(t, rdb, append(opts, core.WithObserver(rec))...)
 			ctx := testkit.Context(t, 10*time.Second)
 			warm, err := c.Acquire(ctx, "calls") // scripts loaded, hash made
 			if err != nil {
 				t.Fatal(err)
 			}
 			_ = warm.Release(ctx)
-			if err := srv.Client.ConfigResetStat(ctx).Err(); err != nil {
-				t.Fatal(err)
+			for _, err := range []error{
+				srv.Client.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err(),
+				srv.Client.ConfigSet(ctx, "slowlog-max-len", "1000").Err(),
+				srv.Client.ConfigResetStat(ctx).Err(),
+				srv.Client.Do(ctx, "slowlog", "reset").Err(),
+			} {
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
-			args.n.Store(0)
+			args.reset()
 			const n = 20
 			var last int64
 			for range n {
@@ -86,7 +106,7 @@ func TestUncontendedCycleCalls(t *testing.T) {
 				}
 			}
 			got := cmdCalls(t, srv)
-			want := map[string]int64{"evalsha": 2 * n, "hmget": 2 * n, "time": n, "hset": 2 * n, "pexpire": n * (1 + tc.releaseExpiry)}
+			want := map[string]int64{"evalsha": 2 * n, "hmget": 2 * n, "time": n, "hset": 2 * n, "pexpire": n * int64(1+tc.releaseExpiry)}
 			for cmd, w := range want {
 				if got[cmd] != w {
 					t.Errorf("%s: %d calls for %d cycles, want %d (all: %v)", cmd, got[cmd], n, w, got)
@@ -97,8 +117,22 @@ func TestUncontendedCycleCalls(t *testing.T) {
 					t.Errorf("%s: %d calls, want none (all: %v)", cmd, got[cmd], got)
 				}
 			}
-			if got, want := args.n.Load(), (6+tc.releaseExpiry)*n; got != want {
-				t.Errorf("%d script arguments in %d cycles, want %d", got, n, want)
+			wantArgs := strings.Repeat(fmt.Sprintf("4 %d ", 2+tc.releaseExpiry), n) // acquire, release, ...
+			if got := args.String(); got != wantArgs {
+				t.Errorf("script arguments per call %q, want %q", got, wantArgs)
+			}
+			log, err := srv.Client.SlowLogGet(ctx, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			reads := map[string]int{}
+			for _, e := range log {
+				if len(e.Args) > 2 && strings.EqualFold(e.Args[0], "hmget") {
+					reads[strings.Join(e.Args[2:], " ")]++
+				}
+			}
+			if want := map[string]int{"o f": n, "o qh n": n}; !maps.Equal(reads, want) {
+				t.Errorf("fields read (SLOWLOG) %v, want %v", reads, want)
 			}
 			l, err := c.Acquire(ctx, "calls") // the arguments still say who holds it
 			if err != nil {
@@ -112,20 +146,36 @@ func TestUncontendedCycleCalls(t *testing.T) {
 	}
 }
 
-// scriptArgs is a go-redis hook that counts the arguments (after the keys)
-// of the scripts a client sends.
-type scriptArgs struct{ n atomic.Int64 }
-
-func (s *scriptArgs) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (s *scriptArgs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if a := cmd.Args(); len(a) >= 3 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") {
-			keys, _ := a[2].(int)
-			s.n.Add(int64(len(a) - 3 - keys))
-		}
-		return next(ctx, cmd)
-	}
+// scriptArgs keeps how many arguments (after the keys) each script call a
+// client sends has, pipelined or not, in order (add, as a
+// testkit.EachCommand hook).
+type scriptArgs struct {
+	mu sync.Mutex
+	n  []int
 }
-func (s *scriptArgs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+
+func (s *scriptArgs) reset() {
+	s.mu.Lock()
+	s.n = nil
+	s.mu.Unlock()
+}
+
+// String is the counts in order, each followed by a space.
+func (s *scriptArgs) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b strings.Builder
+	for _, n := range s.n {
+		fmt.Fprintf(&b, "%d ", n)
+	}
+	return b.String()
+}
+
+func (s *scriptArgs) add(cmd redis.Cmder) {
+	if a := cmd.Args(); len(a) >= 3 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") {
+		keys, _ := a[2].(int)
+		s.mu.Lock()
+		s.n = append(s.n, len(a)-3-keys)
+		s.mu.Unlock()
+	}
 }

@@ -141,8 +141,9 @@ func (o *observer) counts() obsCounts {
 	return obsCounts{o.contended, len(o.ends), len(o.renewedAt), len(o.renewErrs), len(o.lostAt), o.released}
 }
 
-// cmdLog is a go-redis hook that records when each command left this
-// client: a witness of what a lease's client sent after some moment.
+// cmdLog records when each command left a client (add, as a
+// testkit.EachCommand hook): a witness of what a lease's client sent after
+// some moment.
 type cmdLog struct {
 	mu   sync.Mutex
 	sent []sentCmd
@@ -152,24 +153,6 @@ type sentCmd struct {
 	at   time.Time
 	name string
 	args string
-}
-
-func (l *cmdLog) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (l *cmdLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		l.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (l *cmdLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			l.add(c)
-		}
-		return next(ctx, cmds)
-	}
 }
 
 func (l *cmdLog) add(cmd redis.Cmder) {

@@ -229,7 +229,7 @@ func holderChild() error {
 		DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second})
 	defer rdb.Close()
 	log := &cmdLog{}
-	rdb.AddHook(log)
+	rdb.AddHook(testkit.EachCommand(log.add))
 	c, err := core.New(rdb, core.WithOwner("child"), core.WithTTL(ttl))
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func TestS07RenewalReplyLate(t *testing.T) {
 	px := newProxy(t, srv.Addr())
 	rdb := via(srv, px.Addr())
 	log := &cmdLog{}
-	rdb.AddHook(log)
+	rdb.AddHook(testkit.EachCommand(log.add))
 	obs := newObserver()
 	a := newClient(t, rdb, core.WithTTL(ttl), core.WithObserver(obs), core.WithOwner("a"))
 	hist := faults.NewHistory()
@@ -124,7 +124,7 @@ func TestS07ServerPausedAcrossDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient()
 	log := &cmdLog{}
-	rdb.AddHook(log)
+	rdb.AddHook(testkit.EachCommand(log.add))
 	obs := newObserver()
 	a := newClient(t, rdb, core.WithTTL(ttl), core.WithObserver(obs), core.WithOwner("a"))
 	hist := faults.NewHistory()

@@ -71,3 +71,26 @@ func LiveHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// EachCommand is a go-redis hook that calls itself with every command its
+// client sends, alone or in a pipeline, before the command goes out: a
+// test's witness of what a client sent.
+type EachCommand func(redis.Cmder)
+
+func (f EachCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f EachCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		f(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (f EachCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			f(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
