@@ -2,8 +2,6 @@ package core_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,11 +213,7 @@ func BenchmarkFeatureCost(b *testing.B) {
 		v.srv, v.key = shared, "cost:"+v.name
 		if v.replica {
 			v.srv = redistest.Start(b)
-			replica := redistest.Start(b, redistest.WithArgs("--replicaof", "127.0.0.1 "+strconv.Itoa(v.srv.Port())))
-			testkit.WaitFor(b, 10*time.Second, "the replica in sync", func() bool {
-				info, _ := replica.Client.Info(ctx, "replication").Result()
-				return strings.Contains(info, "master_link_status:up")
-			})
+			startAckingReplica(b, v.srv)
 		}
 		v.c = newClient(b, v.srv, v.client...)
 	}

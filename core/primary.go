@@ -125,22 +125,22 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 		}
 		return parseAcquire(v)
 	}
-	// acquire.lua's arguments after the key: the last three only for a
-	// caller that queues, life and grant only for one with a place in the
-	// wait queue (see acquire.lua: each costs Redis).
-	argc := 4
+	// The whole EVALSHA (its first two slots filled by eval), ending with
+	// acquire.lua's arguments: the last three only for a caller that
+	// queues, life and grant only for one with a place in the wait queue
+	// (see acquire.lua: each costs Redis).
+	argv := []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant}
 	switch r.queue {
 	case "":
+		argv = argv[:8]
 	case notifyOnly:
-		argc = 5
-	default:
-		argc = 7
+		argv = argv[:9]
 	}
 	var cmd *redis.Cmd
 	if p.ack.replicas == 0 {
-		cmd = p.eval(ctx, acquireScript, []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, r.queue, life, grant}[:4+argc])
+		cmd = p.eval(ctx, acquireScript, argv)
 	} else {
-		cmd = p.run(ctx, acquireScript, []string{n.key}, []any{r.token, ms(r.ttl), r.owner, r.meta, r.queue, life, grant}[:argc]...)
+		cmd = p.run(ctx, acquireScript, []string{n.key}, argv[4:]...)
 	}
 	v, err := cmd.Result()
 	if err != nil {

@@ -83,7 +83,7 @@ func TestUncontendedCycleCalls(t *testing.T) {
 				srv.Client.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err(),
 				srv.Client.ConfigSet(ctx, "slowlog-max-len", "1000").Err(),
 				srv.Client.ConfigResetStat(ctx).Err(),
-				srv.Client.Do(ctx, "slowlog", "reset").Err(),
+				srv.Client.SlowLogReset(ctx).Err(),
 			} {
 				if err != nil {
 					t.Fatal(err)
