@@ -92,7 +92,9 @@ func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.rel
 // the lock. What it does not: WAIT is not consistency — the write is not
 // rolled back when fewer replicas acknowledge, a replica can still be
 // promoted without it (if the acknowledging ones are lost), and Redis
-// persistence settings still decide what survives a restart.
+// persistence settings still decide what survives a restart. Releases do
+// not wait: one a failover loses leaves the lock to its TTL, which delays
+// the next holder but never lets two hold it.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(c *config) { c.ack = replicaAck{replicas: replicas, timeout: timeout} }
 }
