@@ -158,7 +158,16 @@ func TestWaitQueueScriptsIdempotent(t *testing.T) {
 	if h := hash(); h["o"] != "B2" || h["w"] != "o-B2" {
 		t.Fatalf("after the confirmation %v", h)
 	}
+	noQueue := func(when string) {
+		t.Helper()
+		for _, f := range []string{"qh", "qt", "q1", "q2", "q3", "iqB", "iqC", "iqD"} {
+			if v, ok := hash()[f]; ok {
+				t.Fatalf("%s: the hash keeps %s=%q: %v", when, f, v, hash())
+			}
+		}
+	}
 	twice("C leaving the queue", rel("qC"))
+	noQueue("C, the only entry, left") // else B's release walks an empty queue and publishes
 	twice("B's release", rel("B2"))
 	// Free (o empty), the last token and the released one kept, and of the
 	// holder only what the next one overwrites (w, m); no queue field.
@@ -167,6 +176,21 @@ func TestWaitQueueScriptsIdempotent(t *testing.T) {
 			t.Fatalf("the released lock keeps %q=%q: %v", k, v, hash())
 		}
 	}
+
+	// A queued caller that finds the lock free, as after ForceRelease, takes
+	// it and leaves the queue, bounds and all when it was the only entry.
+	twice("E's acquire", acq(req("E", "")))
+	twice("queueing of D", acq(req("D1", "qD")))
+	if h := hash(); h["qh"] != "1" || h["qt"] != "1" || h["q1"] != "qD" {
+		t.Fatalf("queue %v, want qD alone", h)
+	}
+	if err := srv.Client.HDel(ctx, n.key, "o", "w", "m").Err(); err != nil { // what force.lua does
+		t.Fatal(err)
+	}
+	if rep := twice("D's acquire of the free lock", acq(req("D2", "qD"))).(acquireReply); !rep.ok {
+		t.Fatalf("D's acquire of the free lock: %+v", rep)
+	}
+	noQueue("D, the only entry, took the lock")
 }
 
 // release.lua's third argument: absent keeps the lease's own expiry, a

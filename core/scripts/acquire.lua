@@ -87,8 +87,15 @@ if o then
   return {0, x[1] or '', x[2] or '', redis.call('PTTL', KEYS[1]), h[2] or '0'}
 end
 if h[3] then -- a free lock with this caller still queued: leave the queue
+  -- (and, as its only entry, the queue's bounds: a release then neither
+  -- walks an empty queue nor announces itself to nobody)
   local seq = string.match(h[3], '^(%d+):')
-  redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq)
+  local b = redis.call('HMGET', KEYS[1], 'qh', 'qt')
+  if b[1] == seq and b[2] == seq then
+    redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq, 'qh', 'qt')
+  else
+    redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq)
+  end
 end
 local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])
