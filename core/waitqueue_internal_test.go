@@ -191,6 +191,52 @@ func TestWaitQueueScriptsIdempotent(t *testing.T) {
 		t.Fatalf("D's acquire of the free lock: %+v", rep)
 	}
 	noQueue("D, the only entry, took the lock")
+
+	// Entries leaving from either end move the bounds; the one left is
+	// still granted the lock, and a new entry takes the freed place.
+	queue := func(when, qh, qt string, entries map[string]string) {
+		t.Helper()
+		h := hash()
+		if h["qh"] != qh || h["qt"] != qt {
+			t.Fatalf("%s: bounds %q..%q, want %s..%s: %v", when, h["qh"], h["qt"], qh, qt, h)
+		}
+		for f, want := range entries {
+			if h[f] != want {
+				t.Fatalf("%s: %s=%q, want %q: %v", when, f, h[f], want, h)
+			}
+		}
+	}
+	forceFree := func() {
+		t.Helper()
+		if err := srv.Client.HDel(ctx, n.key, "o", "w", "m").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	twice("queueing of X", acq(req("X1", "qX")))
+	twice("queueing of Y", acq(req("Y1", "qY")))
+	twice("Y, the tail, leaving", rel("qY"))
+	queue("Y, the tail, left", "1", "1", map[string]string{"q1": "qX", "q2": "", "iqY": ""})
+	twice("queueing of Z", acq(req("Z1", "qZ")))
+	queue("Z queued", "1", "2", map[string]string{"q2": "qZ"})
+	twice("X, the head, leaving", rel("qX"))
+	queue("X, the head, left", "2", "2", map[string]string{"q1": "", "iqX": "", "q2": "qZ"})
+	twice("D's release", rel("D2"))
+	if h := hash(); h["o"] != "qZ" {
+		t.Fatalf("D's release granted %q, want qZ, the entry left: %v", h["o"], h)
+	}
+	twice("Z's confirming attempt", acq(req("Z2", "qZ")))
+	noQueue("Z took its grant")
+
+	// The same from a free lock: the tail, then the head, takes it.
+	twice("queueing of V", acq(req("V1", "qV")))
+	twice("queueing of W", acq(req("W1", "qW")))
+	forceFree()
+	twice("W, the tail, taking the free lock", acq(req("W2", "qW")))
+	queue("W, the tail, took it", "1", "1", map[string]string{"q1": "qV", "q2": "", "iqW": ""})
+	twice("queueing of U", acq(req("U1", "qU")))
+	forceFree()
+	twice("V, the head, taking the free lock", acq(req("V2", "qV")))
+	queue("V, the head, took it", "2", "2", map[string]string{"q1": "", "iqV": "", "q2": "qU"})
 }
 
 // release.lua's third argument: absent keeps the lease's own expiry, a

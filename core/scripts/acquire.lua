@@ -87,14 +87,18 @@ if o then
   return {0, x[1] or '', x[2] or '', redis.call('PTTL', KEYS[1]), h[2] or '0'}
 end
 if h[3] then -- a free lock with this caller still queued: leave the queue
-  -- (and, as its only entry, the queue's bounds: a release then neither
-  -- walks an empty queue nor announces itself to nobody)
+  -- (as release.lua's leave does: see there)
   local seq = string.match(h[3], '^(%d+):')
   local b = redis.call('HMGET', KEYS[1], 'qh', 'qt')
   if b[1] == seq and b[2] == seq then
     redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq, 'qh', 'qt')
   else
     redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq)
+    if b[1] == seq then
+      redis.call('HSET', KEYS[1], 'qh', seq + 1)
+    elseif b[2] == seq then
+      redis.call('HSET', KEYS[1], 'qt', seq - 1)
+    end
   end
 end
 local fence = next_fence(h[2]) -- nextfence.lua, prepended
