@@ -2,6 +2,7 @@ package core
 
 import (
 	_ "embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,17 +28,22 @@ var (
 	//go:embed scripts/nextfence.lua
 	nextFenceLua string
 
+	// leaveQueueLua is a block that acquire.lua and release.lua run inline
+	// where they have its marker line (see leavequeue.lua).
+	//go:embed scripts/leavequeue.lua
+	leaveQueueLua string
+
 	//go:embed scripts/acquire.lua
 	acquireLua    string
-	acquireScript = newScript(nextFenceLua + acquireLua)
+	acquireScript = newScript(nextFenceLua + withLeaveQueue(acquireLua))
 
 	// release.lua announces a release with the command in its local
 	// publish, prepended: one script per command rather than an argument
 	// on every release (see release.lua).
 	//go:embed scripts/release.lua
 	releaseLua           string
-	releaseScript        = newScript("local publish = 'publish'\n" + nextFenceLua + releaseLua)
-	releaseShardedScript = newScript("local publish = 'spublish'\n" + nextFenceLua + releaseLua)
+	releaseScript        = newScript("local publish = 'publish'\n" + nextFenceLua + withLeaveQueue(releaseLua))
+	releaseShardedScript = newScript("local publish = 'spublish'\n" + nextFenceLua + withLeaveQueue(releaseLua))
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string
@@ -75,3 +81,16 @@ var (
 	inspectLua    string
 	inspectScript = newScript(inspectLua)
 )
+
+// leaveQueueMarker is the line of a script that leavequeue.lua takes.
+const leaveQueueMarker = "-- (leavequeue.lua)\n"
+
+// withLeaveQueue returns src with leavequeue.lua in place of its marker
+// line. A script without the marker is a mistake in this package: it
+// panics, at init, so no test runs without noticing.
+func withLeaveQueue(src string) string {
+	if strings.Count(src, leaveQueueMarker) != 1 {
+		panic("lockkit: a script lacks the line " + leaveQueueMarker)
+	}
+	return strings.Replace(src, leaveQueueMarker, leaveQueueLua, 1)
+}

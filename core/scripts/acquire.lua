@@ -87,19 +87,8 @@ if o then
   return {0, x[1] or '', x[2] or '', redis.call('PTTL', KEYS[1]), h[2] or '0'}
 end
 if h[3] then -- a free lock with this caller still queued: leave the queue
-  -- (as release.lua's leave does: see there)
-  local seq = string.match(h[3], '^(%d+):')
-  local b = redis.call('HMGET', KEYS[1], 'qh', 'qt')
-  if b[1] == seq and b[2] == seq then
-    redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq, 'qh', 'qt')
-  else
-    redis.call('HDEL', KEYS[1], 'i' .. q, 'q' .. seq)
-    if b[1] == seq then
-      redis.call('HSET', KEYS[1], 'qh', seq + 1)
-    elseif b[2] == seq then
-      redis.call('HSET', KEYS[1], 'qt', seq - 1)
-    end
-  end
+  local id, e = q, h[3]
+  -- (leavequeue.lua)
 end
 local fence = next_fence(h[2]) -- nextfence.lua, prepended
 redis.call('HSET', KEYS[1], 'o', ARGV[1], 'f', fence, 'w', ARGV[3], 'm', ARGV[4])

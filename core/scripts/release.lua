@@ -46,11 +46,8 @@
 -- the order across processes first come, first served.
 --
 -- Leave: a queue id that is not the owner has its entry removed (its
--- waiters gave up). The bounds follow when it was the first or last entry
--- (qh one on, qt one back), and go with it when it was the only one, so
--- that a queue emptied from its ends leaves no bounds for the next release
--- to walk and announce itself to nobody; a gap left in the middle is
--- skipped by the next release's walk, as an expired entry is. A queue id that is the owner gives a grant back: the
+-- waiters gave up; leavequeue.lua, which also moves the queue's bounds).
+-- A queue id that is the owner gives a grant back: the
 -- lock goes to the next entry, as for any release.
 -- Only what the common release needs is read first (each field read costs
 -- Redis more than a call's fixed part); the queue's tail and the last token
@@ -113,17 +110,7 @@ if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
 end
 local e = redis.call('HGET', KEYS[1], 'i' .. ARGV[1])
 if e then -- leave the wait queue (see Leave above)
-  local seq = string.match(e, '^(%d+):')
-  local b = redis.call('HMGET', KEYS[1], 'qh', 'qt')
-  if b[1] == seq and b[2] == seq then
-    redis.call('HDEL', KEYS[1], 'i' .. ARGV[1], 'q' .. seq, 'qh', 'qt')
-  else
-    redis.call('HDEL', KEYS[1], 'i' .. ARGV[1], 'q' .. seq)
-    if b[1] == seq then
-      redis.call('HSET', KEYS[1], 'qh', seq + 1)
-    elseif b[2] == seq then
-      redis.call('HSET', KEYS[1], 'qt', seq - 1)
-    end
-  end
+  local id = ARGV[1]
+  -- (leavequeue.lua)
 end
 return 0
