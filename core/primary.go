@@ -20,26 +20,24 @@ type primary struct {
 	// channels) carries the release notifications.
 	hub   *hub
 	shard *shardHub
-	// publish is the command a release is announced with: "publish", or
-	// "spublish" for shard channels. shared_release.lua and force.lua take it
-	// as an argument (boxed once); releaser is release.lua with it built in.
-	publish  any
-	releaser *script
-	ack      replicaAck
-	batch    *batcher
+	// sharded: releases are announced with SPUBLISH on shard channels (the
+	// announcer scripts' sharded variants), not PUBLISH.
+	sharded bool
+	ack     replicaAck
+	batch   *batcher
 }
 
 // bound limits a batch of calls of which one has no deadline (the
 // Client's release timeout; see batcher).
 func newPrimary(rdb redis.UniversalClient, ack replicaAck, bound time.Duration) *primary {
-	return &primary{rdb: rdb, hub: newHub(rdb), publish: "publish", releaser: releaseScript, ack: ack, batch: newBatcher(rdb, maxDirect, bound)}
+	return &primary{rdb: rdb, hub: newHub(rdb), ack: ack, batch: newBatcher(rdb, maxDirect, bound)}
 }
 
 // newShardedPrimary is the backend on a Redis Cluster with release
 // notifications on shard channels: SPUBLISH delivers a release to the shard
 // that owns the lock only, where classic PUBLISH is broadcast to every node.
 func newShardedPrimary(rdb *redis.ClusterClient, bound time.Duration) *primary {
-	return &primary{rdb: rdb, shard: newShardHub(rdb), publish: "spublish", releaser: releaseShardedScript, batch: newBatcher(rdb, maxDirect, bound)}
+	return &primary{rdb: rdb, shard: newShardHub(rdb), sharded: true, batch: newBatcher(rdb, maxDirect, bound)}
 }
 
 // waitCmd queues WAIT (Pipeliner has no typed Wait).
@@ -178,14 +176,14 @@ func parseAcquire(v any) (acquireReply, error) {
 
 func (p *primary) release(ctx context.Context, n redisNames, token string, keepExpiry bool) (bool, error) {
 	if n.kind != kindMutex {
-		v, err := p.run(ctx, sharedReleaseScript, []string{n.key}, token, n.channel, fenceKeepMs, p.publish).Int64()
+		v, err := p.run(ctx, sharedReleaseScripts.on(p.sharded), []string{n.key}, token, n.channel, fenceKeepMs).Int64()
 		return err == nil && v == 1, err
 	}
 	argv := []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs}
 	if keepExpiry {
 		argv = argv[:6] // release.lua keeps the lease's expiry
 	}
-	v, err := p.eval(ctx, p.releaser, argv).Int64()
+	v, err := p.eval(ctx, releaseScripts.on(p.sharded), argv).Int64()
 	return err == nil && v >= 1, err
 }
 
@@ -300,7 +298,7 @@ func (p *primary) renew(ctx context.Context, batch []renewal) {
 }
 
 func (p *primary) forceRelease(ctx context.Context, n redisNames) (bool, error) {
-	v, err := forceScript.Run(ctx, p.rdb, []string{n.key}, n.channel, fenceKeepMs, p.publish).Int64()
+	v, err := forceScripts.on(p.sharded).Run(ctx, p.rdb, []string{n.key}, n.channel, fenceKeepMs).Int64()
 	return v == 1, err
 }
 

@@ -37,13 +37,9 @@ var (
 	acquireLua    string
 	acquireScript = newScript(nextFenceLua + withLeaveQueue(acquireLua))
 
-	// release.lua announces a release with the command in its local
-	// publish, prepended: one script per command rather than an argument
-	// on every release (see release.lua).
 	//go:embed scripts/release.lua
-	releaseLua           string
-	releaseScript        = newScript("local publish = 'publish'\n" + nextFenceLua + withLeaveQueue(releaseLua))
-	releaseShardedScript = newScript("local publish = 'spublish'\n" + nextFenceLua + withLeaveQueue(releaseLua))
+	releaseLua     string
+	releaseScripts = newAnnouncer(nextFenceLua + withLeaveQueue(releaseLua))
 
 	//go:embed scripts/handoff.lua
 	handoffLua    string
@@ -54,8 +50,8 @@ var (
 	extendScript = newScript(extendLua)
 
 	//go:embed scripts/force.lua
-	forceLua    string
-	forceScript = newScript(forceLua)
+	forceLua     string
+	forceScripts = newAnnouncer(forceLua)
 
 	//go:embed scripts/fence.lua
 	fenceLua    string
@@ -70,8 +66,8 @@ var (
 	sharedAcquireScript = newScript(nextFenceLua + sharedAcquireLua)
 
 	//go:embed scripts/shared_release.lua
-	sharedReleaseLua    string
-	sharedReleaseScript = newScript(sharedReleaseLua)
+	sharedReleaseLua     string
+	sharedReleaseScripts = newAnnouncer(sharedReleaseLua)
 
 	//go:embed scripts/shared_extend.lua
 	sharedExtendLua    string
@@ -93,4 +89,27 @@ func withLeaveQueue(src string) string {
 		panic("lockkit: a script lacks the line " + leaveQueueMarker)
 	}
 	return strings.Replace(src, leaveQueueMarker, leaveQueueLua, 1)
+}
+
+// announcer is a script that announces releases, made once per publish
+// command in its local publish (prepended): PUBLISH, and SPUBLISH for the
+// shard channels of Redis Cluster, where the channel is in the lock's own
+// slot. One script per command rather than an argument on every call: each
+// argument costs Redis (acquire.lua's header).
+type announcer struct{ classic, sharded *script }
+
+func newAnnouncer(src string) announcer {
+	return announcer{
+		classic: newScript("local publish = 'publish'\n" + src),
+		sharded: newScript("local publish = 'spublish'\n" + src),
+	}
+}
+
+// on is a's script for a primary whose notifications are on shard
+// channels (sharded) or on the classic bus.
+func (a announcer) on(sharded bool) *script {
+	if sharded {
+		return a.sharded
+	}
+	return a.classic
 }

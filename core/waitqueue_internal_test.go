@@ -269,7 +269,7 @@ func TestReleaseKeepArgument(t *testing.T) {
 			}
 			defer l.Release(ctx) // already released: a no-op answer
 			args := append([]any{l.token, l.names.channel}, tc.keep...)
-			if v, err := releaseScript.Run(ctx, srv.Client, []string{l.names.key}, args...).Int64(); err != nil || v != 1 {
+			if v, err := releaseScripts.classic.Run(ctx, srv.Client, []string{l.names.key}, args...).Int64(); err != nil || v != 1 {
 				t.Fatalf("release = %d, %v", v, err)
 			}
 			ttl, err := srv.Client.PTTL(ctx, l.names.key).Result()

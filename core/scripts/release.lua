@@ -12,7 +12,7 @@
 --          as absent, as it was once sent for it (PEXPIRE 0 would delete
 --          the hash, last token and all)
 -- publish  (a local prepended to the script, not an argument: one argument
---          less) the publish command: 'publish', or 'spublish' on Redis
+--          less; announcer in scripts.go) the publish command: 'publish', or 'spublish' on Redis
 --          Cluster, where ARGV[2] is then a shard channel in KEYS[1]'s own
 --          slot
 --

@@ -5,7 +5,8 @@
 -- ARGV[1]  owner token
 -- ARGV[2]  notification channel
 -- ARGV[3]  how long the hash keeps its last fencing token once empty (ms)
--- ARGV[4]  'publish', or 'spublish' on Redis Cluster
+-- publish  (a local prepended to the script: announcer in scripts.go) the
+--          publish command: 'publish', or 'spublish' on Redis Cluster
 --
 -- Returns 1 when the token held a permit (or had just released it: the
 -- token is the last released one, a re-sent release), 0 otherwise: expired
@@ -24,7 +25,7 @@ if v then
   if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
     redis.call('PEXPIRE', KEYS[1], ARGV[3])
   end
-  redis.call(ARGV[4], ARGV[2], 'released')
+  redis.call(publish, ARGV[2], 'released')
   return 1
 end
 if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
@@ -32,6 +33,6 @@ if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
 end
 if redis.call('HDEL', KEYS[1], 'x' .. ARGV[1], 'y' .. ARGV[1], 'z' .. ARGV[1]) == 1 then
   -- a waiter left the queue: those it held back may go
-  redis.call(ARGV[4], ARGV[2], 'released')
+  redis.call(publish, ARGV[2], 'released')
 end
 return 0
