@@ -19,7 +19,35 @@ import (
 // b's timer covers the rounds only.
 func Turns(b *testing.B, n, block int, cycle func(i int)) []time.Duration {
 	b.Helper()
-	took := make([]time.Duration, n)
+	took, _ := turns(b, n, block, cycle, nil)
+	return took
+}
+
+// A Meter reads a counter that only grows, such as a process's CPU time.
+type Meter func() time.Duration
+
+// TurnsMetered is Turns that also charges each contender what each meter
+// grew by during its blocks: used[m][i] for meter m and contender i. With
+// one caller waiting on each reply, every microsecond either side spends
+// (the client's work, Redis's) is on the critical path, and a profile
+// spreads it over too many frames to add up by eye: CPU time per block
+// says how much of a contender's time per cycle each side was at work.
+func TurnsMetered(b *testing.B, n, block int, cycle func(i int), meters ...Meter) (took []time.Duration, used [][]time.Duration) {
+	b.Helper()
+	return turns(b, n, block, cycle, meters)
+}
+
+// ProcessCPU is a Meter: the CPU time (user and system) this process has
+// used so far; zero where the OS does not say (see cpu_unix.go).
+func ProcessCPU() time.Duration { return processCPU() }
+
+func turns(b *testing.B, n, block int, cycle func(i int), meters []Meter) (took []time.Duration, used [][]time.Duration) {
+	took = make([]time.Duration, n)
+	used = make([][]time.Duration, len(meters))
+	for m := range used {
+		used[m] = make([]time.Duration, n)
+	}
+	at := make([]time.Duration, len(meters))
 	rng := rand.New(rand.NewPCG(1, 2))
 	order := make([]int, n)
 	for i := range order {
@@ -29,13 +57,19 @@ func Turns(b *testing.B, n, block int, cycle func(i int)) []time.Duration {
 	for b.Loop() {
 		rng.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
 		for _, i := range order {
+			for m, read := range meters {
+				at[m] = read()
+			}
 			t0 := time.Now()
 			for range block {
 				cycle(i)
 			}
 			took[i] += time.Since(t0)
+			for m, read := range meters {
+				used[m][i] += read() - at[m]
+			}
 		}
 	}
 	b.StopTimer()
-	return took
+	return took, used
 }
