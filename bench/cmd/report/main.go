@@ -85,7 +85,7 @@ func parse(r io.Reader) (rows []row, header []string) {
 // turns in one loop and report each one's metrics as <name>-<unit>
 // (bench's BenchmarkS1Turns, core's BenchmarkFeatureCost), longest first:
 // "-us" must not take "-redis-us".
-var turnUnits = []string{"vs-default", "cycles/s", "redis-us", "vs-bare", "allocs", "us"}
+var turnUnits = []string{"vs-default", "cycles/s", "client-cpu-us", "redis-cpu-us", "redis-us", "vs-bare", "allocs", "us"}
 
 // perLibrary splits such a benchmark into one row per library or variant;
 // other benchmarks without sub-benchmarks give none.
@@ -197,6 +197,12 @@ func columns(rs []row) []string {
 	return append(cols, rest...)
 }
 
+// peer: a row of another library, not lockkit nor a floor (bare-setnx, and
+// S1Turns' floor-* rows, which send commands without a lock library).
+func peer(sub string) bool {
+	return sub != "lockkit" && sub != "bare-setnx" && !strings.HasPrefix(sub, "floor-")
+}
+
 // ratioLine compares lockkit with the best peer (bare-setnx is a floor, not a
 // peer), or for Redis's instruction counts with the lowest peer and the floor.
 func ratioLine(rs []row) string {
@@ -211,7 +217,7 @@ func ratioLine(rs []row) string {
 		case "bare-setnx":
 			bare = r
 		default:
-			if _, ok := r.metrics["cycles/s"]; ok && (best == nil || r.metrics["cycles/s"] > best.metrics["cycles/s"]) {
+			if _, ok := r.metrics["cycles/s"]; ok && peer(r.sub) && (best == nil || r.metrics["cycles/s"] > best.metrics["cycles/s"]) {
 				best = r
 			}
 		}
@@ -246,7 +252,14 @@ func ratioLine(rs []row) string {
 		parts = append(parts, fmt.Sprintf("lockkit / bare SET NX + DEL: **%.2f×**", lk.metrics["cycles/s"]/bare.metrics["cycles/s"]))
 	}
 	if c := lk.metrics["ceiling-cycles/s"]; c > 0 {
-		parts = append(parts, fmt.Sprintf("lockkit at %.0f%% of the ceiling", 100*lk.metrics["cycles/s"]/c))
+		line := fmt.Sprintf("lockkit at %.0f%% of the ceiling", 100*lk.metrics["cycles/s"]/c)
+		// The same ceiling with the hold lockkit's holders really had in
+		// the run (hold-ms) in place of the sleep measured before it.
+		if sleep, ping, hold := lk.metrics["sleep-ms"], lk.metrics["ping-ms"], lk.metrics["hold-ms"]; sleep > 0 && hold > 0 {
+			held := c * (sleep + ping) / (hold + ping)
+			line += fmt.Sprintf(" (%.0f%% of %.0f, the ceiling with the %.2f ms its holders really slept in the run)", 100*lk.metrics["cycles/s"]/held, held, hold)
+		}
+		parts = append(parts, line)
 	}
 	if s, ok := lk.metrics["min-share"]; ok {
 		line := fmt.Sprintf("least-served replica's share: lockkit %.2f", s)
@@ -267,7 +280,7 @@ func lowestPeer(rs []row, metric string) *row {
 	for i := range rs {
 		r := &rs[i]
 		v, ok := r.metrics[metric]
-		if !ok || r.sub == "lockkit" || r.sub == "bare-setnx" {
+		if !ok || !peer(r.sub) {
 			continue
 		}
 		if low == nil || v < low.metrics[metric] {

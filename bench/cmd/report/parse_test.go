@@ -50,3 +50,38 @@ func TestRatioLineInstructions(t *testing.T) {
 		}
 	}
 }
+
+// S1Turns' floors (commands sent without a lock library) are not peers: the
+// best peer is the fastest library, however fast a floor ran; and the CPU
+// units split by library, not into "-cpu-us" of a library "x-redis".
+func TestRatioLineFloorsAreNotPeers(t *testing.T) {
+	raw := "BenchmarkS1Turns-2 \t 400\t 1 ns/op\t 8000 bare-setnx-cycles/s\t 1.000 bare-setnx-vs-bare\t" +
+		" 7600 floor-empty-scripts-cycles/s\t 0.950 floor-empty-scripts-vs-bare\t" +
+		" 7000 lockkit-cycles/s\t 0.875 lockkit-vs-bare\t 86.5 lockkit-client-cpu-us\t 57.9 lockkit-redis-cpu-us\t" +
+		" 7200 redislock-exp-cycles/s\t 0.900 redislock-exp-vs-bare\n"
+	rows, _ := parse(strings.NewReader(raw))
+	got := map[string]map[string]float64{}
+	for _, r := range rows {
+		got[r.sub] = r.metrics
+	}
+	if m := got["lockkit"]; m["client-cpu-us"] != 86.5 || m["redis-cpu-us"] != 57.9 {
+		t.Errorf("lockkit: %v (all: %v)", m, got)
+	}
+	line := ratioLine(rows)
+	if !strings.Contains(line, "best peer (redislock-exp)") {
+		t.Errorf("ratio line %q: the best peer is redislock-exp", line)
+	}
+}
+
+// Next to the ceiling from the sleep measured before the run, the ratio
+// line gives the one with the hold lockkit's holders had in the run.
+func TestRatioLineHeldCeiling(t *testing.T) {
+	raw := "BenchmarkScenarios/S5-64workers-4keys-1ms/lockkit-2 \t 1\t 1 ns/op\t 3163 cycles/s\t 3565 ceiling-cycles/s\t 1.084 sleep-ms\t 0.038 ping-ms\t 1.231 hold-ms\n"
+	rows, _ := parse(strings.NewReader(raw))
+	line := ratioLine(rows)
+	for _, want := range []string{"lockkit at 89% of the ceiling", "(100% of 3152, the ceiling with the 1.23 ms"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("ratio line %q lacks %q", line, want)
+		}
+	}
+}
