@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // scenario is one load shape (S1–S6): workers on keys with a critical
@@ -35,7 +36,10 @@ var scenarios = []scenario{
 // BenchmarkScenarios runs every scenario for every library against one
 // redis-server. Metrics per cycle (one acquire + critical section + release):
 // cycles/s, acquire wait p50/p99/max, Redis server CPU (redis-cpu-us/cycle:
-// the process's user + system time, system calls included), Redis's own
+// the process's user + system time, system calls included), the
+// benchmark process's CPU, the library's work and the harness's alike
+// (client-cpu-us/cycle: on 2 cores, what the two together use per cycle
+// bounds the rate once both are busy), Redis's own
 // time for the commands the library sent (redis-us/cycle: INFO
 // commandstats, see serverTime), round trips (go-redis libraries) and
 // allocations; BENCH_COMMANDSTATS=file appends each run's commandstats to
@@ -118,6 +122,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 		b.Fatal(err)
 	}
 	cpu0 := redisCPU(ctx, srv.Client)
+	client0 := testkit.ProcessCPU()
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -167,6 +172,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	client := testkit.ProcessCPU() - client0
 	cpu := redisCPU(ctx, srv.Client) - cpu0
 	stats, err := redistest.CommandStats(ctx, srv.Client)
 	if err != nil {
@@ -186,6 +192,7 @@ func runScenario(b *testing.B, srv *redistest.Server, sc scenario, sp lockerSpec
 	b.ReportMetric(ms(percentile(waits, 0.99)), "p99-ms")
 	b.ReportMetric(ms(waits[len(waits)-1]), "max-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/cycles, "redis-cpu-us/cycle")
+	b.ReportMetric(float64(client.Microseconds())/cycles, "client-cpu-us/cycle")
 	if f := os.Getenv("BENCH_COMMANDSTATS"); f != "" {
 		appendCommandStats(b, f, sc.name+"/"+sp.name, len(waits), srv.Client)
 	}

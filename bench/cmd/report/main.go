@@ -175,7 +175,7 @@ func main() {
 }
 
 func columns(rs []row) []string {
-	pref := []string{"cycles/s", "vs-bare", "us", "vs-default", "allocs", "redis-us", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "redis-us/cycle", "redis-instr/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
+	pref := []string{"cycles/s", "vs-bare", "us", "vs-default", "allocs", "client-cpu-us", "redis-cpu-us", "redis-us", "ceiling-cycles/s", "min-share", "p50-ms", "p99-ms", "max-ms", "redis-cpu-us/cycle", "client-cpu-us/cycle", "redis-us/cycle", "redis-instr/cycle", "rtt/cycle", "allocs/op", "B/op", "ns/op", "failed"}
 	seen := map[string]bool{}
 	for _, r := range rs {
 		for k := range r.metrics {
