@@ -35,10 +35,11 @@ func TestTurnsVaryPredecessors(t *testing.T) {
 }
 
 // TurnsMetered with ProcessCPU charges each contender the CPU the process
-// spent in its own blocks: one that computes is charged about its time, one that sleeps
-// as long next to nothing.
+// spent in its own blocks: one that computes is charged about its time
+// (less on a busy machine, never nothing), one that sleeps as long next to
+// nothing (a timer's wake-up).
 func TestTurnsCPUChargesTheBlockThatWorks(t *testing.T) {
-	const d = 300 * time.Microsecond
+	const d = 2 * time.Millisecond
 	var took []time.Duration
 	var used [][]time.Duration
 	sink := 0
@@ -57,7 +58,7 @@ func TestTurnsCPUChargesTheBlockThatWorks(t *testing.T) {
 	if cpu[0] == 0 && cpu[1] == 0 {
 		t.Skip("no per-process CPU time on this OS")
 	}
-	if cpu[0] < took[0]/2 || cpu[1] > cpu[0]/4 {
+	if cpu[0] < took[0]/10 || cpu[1] > cpu[0]/4 {
 		t.Fatalf("computing: %v CPU in %v; sleeping: %v CPU in %v", cpu[0], took[0], cpu[1], took[1])
 	}
 }
