@@ -74,13 +74,7 @@ func BenchmarkS1Turns(b *testing.B) {
 		}
 	}
 	ts = append(ts, &turn{name: "floor-lockkit-calls", cycle: replay(calls)}, &turn{name: "floor-empty-scripts", cycle: replay(emptied)})
-	cycle := func(i int) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := ts[i].cycle(ctx); err != nil {
-			b.Fatalf("%s: %v", ts[i].name, err)
-		}
-	}
+	cycle := func(i int) { timedCycle(b, ts[i].name, ts[i].cycle) }
 	for range 200 { // scripts loaded, connections dialled
 		for i := range ts {
 			cycle(i)
@@ -169,11 +163,17 @@ func lockCycle(ctx context.Context, l Locker, key string) error {
 }
 
 // uncontendedCycle takes and gives back the lock on key with l, failing b
-// on an error: one S1 cycle, with a deadline on it as the scenarios have.
+// on an error: one S1 cycle.
 func uncontendedCycle(b *testing.B, name string, l Locker, key string) {
+	timedCycle(b, name, func(ctx context.Context) error { return lockCycle(ctx, l, key) })
+}
+
+// timedCycle runs cycle with a deadline on it, as the scenarios have,
+// failing b on an error.
+func timedCycle(b *testing.B, name string, cycle func(ctx context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := lockCycle(ctx, l, key); err != nil {
+	if err := cycle(ctx); err != nil {
 		b.Fatalf("%s: %v", name, err)
 	}
 }

@@ -83,8 +83,9 @@ func parse(r io.Reader) (rows []row, header []string) {
 
 // turnUnits are the units of a benchmark whose libraries or variants take
 // turns in one loop and report each one's metrics as <name>-<unit>
-// (bench's BenchmarkS1Turns, core's BenchmarkFeatureCost), longest first:
-// "-us" must not take "-redis-us".
+// (bench's BenchmarkS1Turns, core's BenchmarkFeatureCost). A unit comes
+// before every unit it ends with: "-us" must not take "-redis-us" or
+// "-client-cpu-us".
 var turnUnits = []string{"vs-default", "cycles/s", "client-cpu-us", "redis-cpu-us", "redis-us", "vs-bare", "allocs", "us"}
 
 // perLibrary splits such a benchmark into one row per library or variant;

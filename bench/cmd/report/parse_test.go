@@ -18,10 +18,7 @@ func TestParse(t *testing.T) {
 	if len(header) != 1 {
 		t.Errorf("header %q", header)
 	}
-	got := map[string]map[string]float64{}
-	for _, r := range rows {
-		got[r.group+"/"+r.sub] = r.metrics
-	}
+	got := metricsBy(rows, func(r row) string { return r.group + "/" + r.sub })
 	if m := got["CrossProcessHandoff/redsync-1ms"]; m == nil || m["p99-ms"] != 3.314 || m["p50-ms"] != 1.5 {
 		t.Errorf("the cut line's row: %v (all: %v)", m, got)
 	}
@@ -60,10 +57,7 @@ func TestRatioLineFloorsAreNotPeers(t *testing.T) {
 		" 7000 lockkit-cycles/s\t 0.875 lockkit-vs-bare\t 86.5 lockkit-client-cpu-us\t 57.9 lockkit-redis-cpu-us\t" +
 		" 7200 redislock-exp-cycles/s\t 0.900 redislock-exp-vs-bare\n"
 	rows, _ := parse(strings.NewReader(raw))
-	got := map[string]map[string]float64{}
-	for _, r := range rows {
-		got[r.sub] = r.metrics
-	}
+	got := metricsBy(rows, func(r row) string { return r.sub })
 	if m := got["lockkit"]; m["client-cpu-us"] != 86.5 || m["redis-cpu-us"] != 57.9 {
 		t.Errorf("lockkit: %v (all: %v)", m, got)
 	}
@@ -84,4 +78,13 @@ func TestRatioLineHeldCeiling(t *testing.T) {
 			t.Errorf("ratio line %q lacks %q", line, want)
 		}
 	}
+}
+
+// metricsBy maps each row's metrics by name(row).
+func metricsBy(rows []row, name func(row) string) map[string]map[string]float64 {
+	m := map[string]map[string]float64{}
+	for _, r := range rows {
+		m[name(r)] = r.metrics
+	}
+	return m
 }
