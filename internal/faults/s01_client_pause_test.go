@@ -243,7 +243,8 @@ func holderChild() error {
 	}
 	from := time.Now()
 	var ctxDoneAt atomic.Int64
-	context.AfterFunc(l.Context(), func() { ctxDoneAt.Store(time.Now().UnixNano()) })
+	recorded := make(chan struct{}) // AfterFunc runs on a goroutine of its own: the report waits for it
+	context.AfterFunc(l.Context(), func() { ctxDoneAt.Store(time.Now().UnixNano()); close(recorded) })
 
 	out := json.NewEncoder(os.Stdout)
 	in := bufio.NewScanner(os.Stdin)
@@ -278,7 +279,7 @@ func holderChild() error {
 	doneAtResume := l.Context().Err() != nil
 	untilPassed := !resumed.Before(l.Until())
 	select {
-	case <-l.Done():
+	case <-recorded: // the lease's context ended, and when is recorded
 	case <-time.After(5 * time.Second):
 	}
 	cause := context.Cause(l.Context())
