@@ -138,8 +138,8 @@ func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 	}
 }
 
-// Calls queued when the Client closes are answered with ErrClosed and the
-// flusher goroutine ends (the package's goleak check).
+// Calls queued when the Client closes are answered with ErrClosed and no
+// pipeline goroutine is left (the package's goleak check).
 func TestBatcherCloseAnswersQueuedCalls(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient()
@@ -288,7 +288,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 	res := make(chan error, 1)
 	go func() { _, err := c.TryAcquire(ctx, "batch:orphan"); res <- err }()
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
-	srv.Client.LPush(bg, "batch:block1", "x") // its place goes to the flusher, which sends the acquire
+	srv.Client.LPush(bg, "batch:block1", "x") // its place sends the queued acquire (a pipeline)
 	<-g.entered                               // the acquire's batch is on its way, held at the hook
 	srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
 	for range 2 {
@@ -301,7 +301,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 		t.Fatalf("TryAcquire: %v", err)
 	}
 	close(g.open) // the acquire runs now
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return !b.flushing })
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 })
 	waitFor(t, func() bool {
 		_, held, err := c.Inspect(bg, "batch:orphan")
 		return err == nil && !held
@@ -333,7 +333,7 @@ func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 1 })
 	reqCtx, reqCancel := context.WithCancel(context.Background()) // no deadline
 	go func() { _, _ = c.TryAcquire(reqCtx, "batch:b") }()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.flushing })
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes > 0 })
 	reqCancel()
 	done := make(chan struct{})
 	go func() { _ = c.Close(); close(done) }()
@@ -344,5 +344,102 @@ func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
 		resumed = true
 		<-done
 		t.Fatal("Close blocked on a batch whose callers all left")
+	}
+}
+
+// holdPipes holds every pipeline of INCRs at its hook until open is
+// closed, recording its size and telling entered when one arrives.
+type holdPipes struct {
+	mu      sync.Mutex
+	sizes   []int
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (h *holdPipes) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *holdPipes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *holdPipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && cmds[0].Name() == "incr" {
+			h.mu.Lock()
+			h.sizes = append(h.sizes, len(cmds))
+			h.mu.Unlock()
+			h.entered <- struct{}{}
+			<-h.open
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// Every place whose call returns while calls queue sends them, so several
+// pipelines are in flight at once, and none carries more than maxBatch
+// calls: callers woken by one batch's replies are few enough to run while
+// Redis runs the next. Every call is answered once.
+func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient(func(o *redis.Options) { o.PoolSize = 16 })
+	h := &holdPipes{entered: make(chan struct{}, 8), open: make(chan struct{})}
+	rdb.AddHook(h)
+	b := newBatcher(rdb, 2, DefaultReleaseTimeout)
+	defer b.close()
+	release := sync.OnceFunc(func() { close(h.open) })
+	defer release() // before close, which waits for the held pipelines
+	bg := context.Background()
+	// Two calls blocked in Redis fill the places in flight.
+	blocked := make(chan error, 2)
+	for _, k := range []string{"batch:block1", "batch:block2"} {
+		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 20)).Err() }()
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
+	const queued = 2*maxBatch + 3
+	got := make(chan int64, queued)
+	for range queued {
+		go func() {
+			n, err := b.process(bg, redis.NewCmd(bg, "incr", "batch:n")).Int64()
+			if err != nil {
+				t.Error(err)
+			}
+			got <- n
+		}()
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == queued })
+	enter := func(what string) {
+		select {
+		case <-h.entered:
+		case <-time.After(10 * time.Second):
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			t.Fatalf("%s: no pipeline arrived (sizes so far %v)", what, h.sizes)
+		}
+	}
+	srv.Client.LPush(bg, "batch:block1", "x") // the first place sends a batch, held at the hook
+	enter("first place")
+	srv.Client.LPush(bg, "batch:block2", "x") // the second sends the next while the first is held
+	enter("second place, the first still in flight")
+	release()
+	seen := map[int64]bool{}
+	for range queued {
+		seen[<-got] = true
+	}
+	for range 2 {
+		if err := <-blocked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != queued || !seen[1] || !seen[queued] {
+		t.Fatalf("INCR answers %v, want 1..%d once each", seen, queued)
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 && b.inflight == 0 })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := 0
+	for _, n := range h.sizes {
+		total += n
+		if n > maxBatch {
+			t.Fatalf("a pipeline of %d calls (sizes %v), more than maxBatch %d", n, h.sizes, maxBatch)
+		}
+	}
+	if total != queued {
+		t.Fatalf("pipelines carried %d calls (sizes %v), want %d", total, h.sizes, queued)
 	}
 }
