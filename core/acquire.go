@@ -585,8 +585,12 @@ func mayHaveRun(err error) bool {
 
 // releaseAfter is releaseLater for a token whose call failed with err.
 // When the caller left a call that was already sent in a batch, the
-// give-back waits for that batch to end (bounded by the release timeout,
-// as the batch is), so it cannot reach Redis before the call it undoes.
+// give-back waits for that batch to end, so it cannot reach Redis before
+// the call it undoes: several batches can be in flight at once, and the
+// give-back's own may go out first. The wait is the batch's, which has a
+// deadline (the latest of its callers', see batcher), the same bound Close
+// already waits for; a shorter one of its own would let the give-back run
+// first, and leave the lock to a token nobody has until its TTL.
 func (c *Client) releaseAfter(n redisNames, token string, err error) {
 	var ab *abandonedCall
 	if !errors.As(err, &ab) {
@@ -594,12 +598,7 @@ func (c *Client) releaseAfter(n redisNames, token string, err error) {
 		return
 	}
 	c.background(func() {
-		t := time.NewTimer(c.cfg.releaseTimeout)
-		select {
-		case <-ab.done:
-		case <-t.C:
-		}
-		t.Stop()
+		<-ab.done
 		c.giveBack(n, token)
 	})
 }

@@ -308,6 +308,78 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 	})
 }
 
+// The give-back of an abandoned acquire waits for the acquire's batch
+// however long the batch takes, not only the release timeout: a batch's
+// deadline is the latest of its callers', and with several batches in
+// flight the give-back's own may reach Redis first. Had it gone after the
+// release timeout, before the held acquire, the lock would stay with a
+// token nobody has until its TTL (30 s here).
+func TestAbandonedAcquireGivenBackAfterALongBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.NewClient(func(o *redis.Options) { o.ReadTimeout = time.Minute })
+	g := &gatePipes{entered: make(chan struct{}, 1), open: make(chan struct{})}
+	rdb.AddHook(g)
+	const releaseTimeout = 200 * time.Millisecond
+	c, err := New(rdb, WithReleaseTimeout(releaseTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	opened := sync.OnceFunc(func() { close(g.open) })
+	defer opened()
+	bg := context.Background()
+	if l, err := c.TryAcquire(bg, "batch:warm"); err != nil { // the scripts loaded
+		t.Fatal(err)
+	} else if err := l.Release(bg); err != nil {
+		t.Fatal(err)
+	}
+	b := c.b.(*primary).batch
+	b.direct = 2
+	blocked := make(chan error, 2)
+	for _, k := range []string{"batch:block1", "batch:block2"} {
+		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60)).Err() }()
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
+	g.armed.Store(true)
+	ctx, cancel := context.WithCancel(bg) // a request: no deadline
+	res := make(chan error, 2)
+	go func() { _, err := c.TryAcquire(ctx, "batch:orphan"); res <- err }()
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
+	long, cancelLong := context.WithTimeout(bg, time.Minute) // in the same batch: its deadline is the batch's
+	defer cancelLong()
+	go func() { _, err := c.TryAcquire(long, "batch:other"); res <- err }()
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 2 })
+	srv.Client.LPush(bg, "batch:block1", "x") // its place sends both acquires, held at the hook
+	<-g.entered
+	srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
+	for range 2 {
+		if err := <-blocked; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel() // the request leaves while its acquire is in flight
+	// The batch outlasts the release timeout several times over: the
+	// condition under test, not a wait for something to happen.
+	time.Sleep(4 * releaseTimeout)
+	opened() // the acquires run now
+	for range 2 {
+		if err := <-res; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, held, err := c.Inspect(bg, "batch:orphan")
+		if err == nil && !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the abandoned acquire's lock is still held 10s after its batch (err %v): its give-back ran first", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // Close does not wait on a batch in flight longer than the release
 // timeout, even when a caller in it had no deadline and go-redis has no
 // read timeout.
@@ -377,52 +449,64 @@ func (h *holdPipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // Redis runs the next. Every call is answered once.
 func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
 	srv := redistest.Start(t)
-	rdb := srv.NewClient(func(o *redis.Options) { o.PoolSize = 16 })
+	// Timeouts far beyond the test's own waits: a blocked BLPOP and a held
+	// pipeline must not time out on a slow machine.
+	rdb := srv.NewClient(func(o *redis.Options) { o.PoolSize, o.ReadTimeout = 16, time.Minute })
 	h := &holdPipes{entered: make(chan struct{}, 8), open: make(chan struct{})}
 	rdb.AddHook(h)
-	b := newBatcher(rdb, 2, DefaultReleaseTimeout)
+	b := newBatcher(rdb, 2, time.Minute)
 	defer b.close()
 	release := sync.OnceFunc(func() { close(h.open) })
 	defer release() // before close, which waits for the held pipelines
 	bg := context.Background()
+	within := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			t.Fatalf("%s: not within 20s (pipeline sizes so far %v)", what, h.sizes)
+		}
+	}
 	// Two calls blocked in Redis fill the places in flight.
+	type answer struct {
+		n   int64
+		err error
+	}
 	blocked := make(chan error, 2)
 	for _, k := range []string{"batch:block1", "batch:block2"} {
-		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 20)).Err() }()
+		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60)).Err() }()
 	}
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
 	const queued = 2*maxBatch + 3
-	got := make(chan int64, queued)
+	got := make(chan answer, queued)
 	for range queued {
 		go func() {
 			n, err := b.process(bg, redis.NewCmd(bg, "incr", "batch:n")).Int64()
-			if err != nil {
-				t.Error(err)
-			}
-			got <- n
+			got <- answer{n, err}
 		}()
 	}
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == queued })
-	enter := func(what string) {
-		select {
-		case <-h.entered:
-		case <-time.After(10 * time.Second):
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			t.Fatalf("%s: no pipeline arrived (sizes so far %v)", what, h.sizes)
-		}
-	}
 	srv.Client.LPush(bg, "batch:block1", "x") // the first place sends a batch, held at the hook
-	enter("first place")
+	within("the first place's pipeline", h.entered)
 	srv.Client.LPush(bg, "batch:block2", "x") // the second sends the next while the first is held
-	enter("second place, the first still in flight")
+	within("the second place's pipeline, the first still in flight", h.entered)
 	release()
 	seen := map[int64]bool{}
 	for range queued {
-		seen[<-got] = true
+		select {
+		case a := <-got:
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			seen[a.n] = true
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d queued calls answered within 20s", len(seen), queued)
+		}
 	}
 	for range 2 {
-		if err := <-blocked; err != nil {
+		if err := <-blocked; err != nil { // answered: the LPushes came before
 			t.Fatal(err)
 		}
 	}
