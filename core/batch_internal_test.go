@@ -235,19 +235,27 @@ func TestBatcherSurvivesPanickingHook(t *testing.T) {
 	_ = l.Release(ctx)
 }
 
-// gatePipes holds every pipeline of scripts at its hook until open is
-// closed, telling entered when one arrives.
+// gatePipes, once armed, holds every pipeline whose first command is cmd
+// at its hook until open is closed, recording its size and telling entered
+// when one arrives.
 type gatePipes struct {
+	cmd     string
 	armed   atomic.Bool
 	entered chan struct{}
 	open    chan struct{}
+
+	mu    sync.Mutex
+	sizes []int
 }
 
 func (g *gatePipes) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (g *gatePipes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (g *gatePipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if g.armed.Load() && len(cmds) > 0 && cmds[0].Name() == "evalsha" {
+		if g.armed.Load() && len(cmds) > 0 && cmds[0].Name() == g.cmd {
+			g.mu.Lock()
+			g.sizes = append(g.sizes, len(cmds))
+			g.mu.Unlock()
 			g.entered <- struct{}{}
 			<-g.open
 		}
@@ -258,125 +266,77 @@ func (g *gatePipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // An acquire whose caller left after its batch was taken (the request was
 // cancelled) may still run: the caller's give-back waits for the batch, so
 // it cannot overtake the acquire and leave the lock to a token nobody has
-// for a whole TTL.
+// for a whole TTL (30 s here). It waits however long the batch takes, not
+// only the release timeout: a batch's deadline is the latest of its
+// callers', and with several batches in flight the give-back's own may
+// reach Redis first.
 func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.NewClient()
-	g := &gatePipes{entered: make(chan struct{}, 1), open: make(chan struct{})}
-	rdb.AddHook(g)
-	c, err := New(rdb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	bg := context.Background()
-	if l, err := c.TryAcquire(bg, "batch:warm"); err != nil { // the scripts loaded
-		t.Fatal(err)
-	} else if err := l.Release(bg); err != nil {
-		t.Fatal(err)
-	}
-	b := c.b.(*primary).batch
-	b.direct = 2
-	// Two calls blocked in Redis fill the places in flight.
-	blocked := make(chan error, 2)
-	for _, k := range []string{"batch:block1", "batch:block2"} {
-		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 20)).Err() }()
-	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
-	g.armed.Store(true)
-	ctx, cancel := context.WithCancel(bg) // a request: no deadline
-	res := make(chan error, 1)
-	go func() { _, err := c.TryAcquire(ctx, "batch:orphan"); res <- err }()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
-	srv.Client.LPush(bg, "batch:block1", "x") // its place sends the queued acquire (a pipeline)
-	<-g.entered                               // the acquire's batch is on its way, held at the hook
-	srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
-	for range 2 {
-		if err := <-blocked; err != nil {
-			t.Fatal(err)
-		}
-	}
-	cancel() // the request leaves while its acquire is in flight
-	if err := <-res; !errors.Is(err, context.Canceled) {
-		t.Fatalf("TryAcquire: %v", err)
-	}
-	close(g.open) // the acquire runs now
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 })
-	waitFor(t, func() bool {
-		_, held, err := c.Inspect(bg, "batch:orphan")
-		return err == nil && !held
-	})
-}
-
-// The give-back of an abandoned acquire waits for the acquire's batch
-// however long the batch takes, not only the release timeout: a batch's
-// deadline is the latest of its callers', and with several batches in
-// flight the give-back's own may reach Redis first. Had it gone after the
-// release timeout, before the held acquire, the lock would stay with a
-// token nobody has until its TTL (30 s here).
-func TestAbandonedAcquireGivenBackAfterALongBatch(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := srv.NewClient(func(o *redis.Options) { o.ReadTimeout = time.Minute })
-	g := &gatePipes{entered: make(chan struct{}, 1), open: make(chan struct{})}
-	rdb.AddHook(g)
 	const releaseTimeout = 200 * time.Millisecond
-	c, err := New(rdb, WithReleaseTimeout(releaseTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	opened := sync.OnceFunc(func() { close(g.open) })
-	defer opened()
-	bg := context.Background()
-	if l, err := c.TryAcquire(bg, "batch:warm"); err != nil { // the scripts loaded
-		t.Fatal(err)
-	} else if err := l.Release(bg); err != nil {
-		t.Fatal(err)
-	}
-	b := c.b.(*primary).batch
-	b.direct = 2
-	blocked := make(chan error, 2)
-	for _, k := range []string{"batch:block1", "batch:block2"} {
-		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60)).Err() }()
-	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
-	g.armed.Store(true)
-	ctx, cancel := context.WithCancel(bg) // a request: no deadline
-	res := make(chan error, 2)
-	go func() { _, err := c.TryAcquire(ctx, "batch:orphan"); res <- err }()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
-	long, cancelLong := context.WithTimeout(bg, time.Minute) // in the same batch: its deadline is the batch's
-	defer cancelLong()
-	go func() { _, err := c.TryAcquire(long, "batch:other"); res <- err }()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 2 })
-	srv.Client.LPush(bg, "batch:block1", "x") // its place sends both acquires, held at the hook
-	<-g.entered
-	srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
-	for range 2 {
-		if err := <-blocked; err != nil {
-			t.Fatal(err)
-		}
-	}
-	cancel() // the request leaves while its acquire is in flight
-	// The batch outlasts the release timeout several times over: the
-	// condition under test, not a wait for something to happen.
-	time.Sleep(4 * releaseTimeout)
-	opened() // the acquires run now
-	for range 2 {
-		if err := <-res; err != nil && !errors.Is(err, context.Canceled) {
-			t.Fatal(err)
-		}
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, held, err := c.Inspect(bg, "batch:orphan")
-		if err == nil && !held {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the abandoned acquire's lock is still held 10s after its batch (err %v): its give-back ran first", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	for _, tc := range []struct {
+		name string
+		long bool // a caller with a long deadline shares the batch, which outlasts the release timeout
+	}{
+		{"batch within the release timeout", false},
+		{"batch longer than the release timeout", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rdb := srv.NewClient(func(o *redis.Options) { o.ReadTimeout = time.Minute })
+			g := &gatePipes{cmd: "evalsha", entered: make(chan struct{}, 1), open: make(chan struct{})}
+			rdb.AddHook(g)
+			c, err := New(rdb, WithReleaseTimeout(releaseTimeout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			opened := sync.OnceFunc(func() { close(g.open) })
+			defer opened()
+			bg := context.Background()
+			warmScripts(t, c)
+			b := c.b.(*primary).batch
+			b.direct = 2
+			blocked := fillPlaces(t, b, "batch:block1", "batch:block2")
+			g.armed.Store(true)
+			ctx, cancel := context.WithCancel(bg) // a request: no deadline
+			res := make(chan error, 1)
+			go func() { _, err := c.TryAcquire(ctx, "batch:orphan"); res <- err }()
+			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
+			other := make(chan error, 1)
+			if tc.long {
+				long, cancelLong := context.WithTimeout(bg, time.Minute) // its deadline is the batch's
+				defer cancelLong()
+				go func() { _, err := c.TryAcquire(long, "batch:other"); other <- err }()
+				waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 2 })
+			} else {
+				other <- nil
+			}
+			srv.Client.LPush(bg, "batch:block1", "x") // its place sends the queued acquires (a pipeline)
+			<-g.entered                               // the batch is on its way, held at the hook
+			srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
+			for range 2 {
+				if err := <-blocked; err != nil {
+					t.Fatal(err)
+				}
+			}
+			cancel() // the request leaves while its acquire is in flight
+			if err := <-res; !errors.Is(err, context.Canceled) {
+				t.Fatalf("TryAcquire: %v", err)
+			}
+			if tc.long {
+				// The batch outlasts the release timeout several times over:
+				// the condition under test, not a wait for something to happen.
+				time.Sleep(4 * releaseTimeout)
+			}
+			opened() // the acquires run now
+			if err := <-other; err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 })
+			waitFor(t, func() bool { // 5 s: far less than the TTL an orphaned token would hold it
+				_, held, err := c.Inspect(bg, "batch:orphan")
+				return err == nil && !held
+			})
+		})
 	}
 }
 
@@ -419,30 +379,6 @@ func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
 	}
 }
 
-// holdPipes holds every pipeline of INCRs at its hook until open is
-// closed, recording its size and telling entered when one arrives.
-type holdPipes struct {
-	mu      sync.Mutex
-	sizes   []int
-	entered chan struct{}
-	open    chan struct{}
-}
-
-func (h *holdPipes) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *holdPipes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *holdPipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) > 0 && cmds[0].Name() == "incr" {
-			h.mu.Lock()
-			h.sizes = append(h.sizes, len(cmds))
-			h.mu.Unlock()
-			h.entered <- struct{}{}
-			<-h.open
-		}
-		return next(ctx, cmds)
-	}
-}
-
 // Every place whose call returns while calls queue sends them, so several
 // pipelines are in flight at once, and none carries more than maxBatch
 // calls: callers woken by one batch's replies are few enough to run while
@@ -452,7 +388,8 @@ func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
 	// Timeouts far beyond the test's own waits: a blocked BLPOP and a held
 	// pipeline must not time out on a slow machine.
 	rdb := srv.NewClient(func(o *redis.Options) { o.PoolSize, o.ReadTimeout = 16, time.Minute })
-	h := &holdPipes{entered: make(chan struct{}, 8), open: make(chan struct{})}
+	h := &gatePipes{cmd: "incr", entered: make(chan struct{}, 8), open: make(chan struct{})}
+	h.armed.Store(true)
 	rdb.AddHook(h)
 	b := newBatcher(rdb, 2, time.Minute)
 	defer b.close()
@@ -469,16 +406,11 @@ func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
 			t.Fatalf("%s: not within 20s (pipeline sizes so far %v)", what, h.sizes)
 		}
 	}
-	// Two calls blocked in Redis fill the places in flight.
 	type answer struct {
 		n   int64
 		err error
 	}
-	blocked := make(chan error, 2)
-	for _, k := range []string{"batch:block1", "batch:block2"} {
-		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60)).Err() }()
-	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 2 })
+	blocked := fillPlaces(t, b, "batch:block1", "batch:block2")
 	const queued = 2*maxBatch + 3
 	got := make(chan answer, queued)
 	for range queued {
@@ -525,5 +457,33 @@ func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
 	}
 	if total != queued {
 		t.Fatalf("pipelines carried %d calls (sizes %v), want %d", total, h.sizes, queued)
+	}
+}
+
+// fillPlaces fills b's places in flight, one per key, with calls blocked in
+// Redis (BLPOP, a minute at most): an LPush to a key frees its place. The
+// channel answers each call.
+func fillPlaces(t *testing.T, b *batcher, keys ...string) <-chan error {
+	t.Helper()
+	bg := context.Background()
+	blocked := make(chan error, len(keys))
+	for _, k := range keys {
+		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60)).Err() }()
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == len(keys) })
+	return blocked
+}
+
+// warmScripts takes and gives back a lock with c, so its scripts are loaded
+// and later calls go as EVALSHA.
+func warmScripts(t *testing.T, c *Client) {
+	t.Helper()
+	bg := context.Background()
+	l, err := c.TryAcquire(bg, "batch:warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(bg); err != nil {
+		t.Fatal(err)
 	}
 }
