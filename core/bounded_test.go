@@ -64,8 +64,12 @@ func (signaller) Contended(ctx context.Context, _ core.AcquireInfo, _ core.Holde
 type flood struct {
 	c, other *core.Client
 	rdbs     []*redis.Client // every node, for DEL, as an operator or a failover would
-	ctx      context.Context
-	workers  int // paths run at once
+	// pools are the go-redis clients under c and other: the warm-up fills
+	// their connection pools, whose buffers (64 KiB a connection) are
+	// bounded by the pool size, not by the keys seen.
+	pools   []*redis.Client
+	ctx     context.Context
+	workers int // paths run at once
 }
 
 const floodWait = 10 * time.Second // loose bound on any one signal or result
@@ -401,10 +405,12 @@ func (f *flood) run(prefix string, perPath int) error {
 // does not grow with the number of keys seen.
 func TestBoundedStateAfterFlood(t *testing.T) {
 	srv := redistest.Start(t)
+	rc, ro := srv.NewClient(), srv.NewClient()
 	f := &flood{
-		c:       newClient(t, srv, core.WithObserver(signaller{})),
-		other:   newClient(t, srv),
+		c:       newClientOn(t, rc, core.WithObserver(signaller{})),
+		other:   newClientOn(t, ro),
 		rdbs:    []*redis.Client{srv.Client},
+		pools:   []*redis.Client{rc, ro},
 		ctx:     testkit.Context(t, 2*time.Minute),
 		workers: floodWorkers,
 	}
@@ -439,6 +445,9 @@ func (f *flood) checkBounded(t *testing.T, perPath int, tolerance int64) {
 	// connection pools, so the baseline already has what any use leaves.
 	if err := f.run("warm", 20); err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range f.pools {
+		fillPool(t, f.ctx, p)
 	}
 	clients := map[string]*core.Client{"flooded client": f.c, "other client": f.other}
 	base := map[string]map[string]int{}
@@ -560,4 +569,23 @@ func TestSubscriptionDroppedAfterUnansweredUnsubscribe(t *testing.T) {
 	testkit.WaitFor(t, 10*time.Second, "the subscription dropped", func() bool {
 		return corehook.Tables(c)["subscriptions"] == 0
 	})
+}
+
+// fillPool opens every connection rdb's pool may hold, as a burst of load
+// would: PoolSize calls at once, each holding its connection a moment.
+func fillPool(t *testing.T, ctx context.Context, rdb *redis.Client) {
+	t.Helper()
+	n := rdb.Options().PoolSize
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = rdb.BLPop(ctx, 100*time.Millisecond, fmt.Sprintf("bounded:fill:%d", i)).Err()
+		}()
+	}
+	wg.Wait()
+	if got := rdb.PoolStats().TotalConns; int(got) < n {
+		t.Fatalf("pool holds %d connections after filling, want %d", got, n)
+	}
 }
