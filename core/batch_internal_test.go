@@ -138,8 +138,8 @@ func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 	}
 }
 
-// Calls queued when the Client closes are answered with ErrClosed and no
-// pipeline goroutine is left (the package's goleak check).
+// Calls queued when the Client closes are answered with ErrClosed and the
+// flusher goroutine ends (the package's goleak check).
 func TestBatcherCloseAnswersQueuedCalls(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient()
@@ -268,8 +268,8 @@ func (g *gatePipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // it cannot overtake the acquire and leave the lock to a token nobody has
 // for a whole TTL (30 s here). It waits however long the batch takes, not
 // only the release timeout: a batch's deadline is the latest of its
-// callers', and with several batches in flight the give-back's own may
-// reach Redis first.
+// callers', and the give-back may go out at once on a place another call
+// left free.
 func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 	const releaseTimeout = 200 * time.Millisecond
 	for _, tc := range []struct {
@@ -310,7 +310,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 			} else {
 				other <- nil
 			}
-			srv.Client.LPush(bg, "batch:block1", "x") // its place sends the queued acquires (a pipeline)
+			srv.Client.LPush(bg, "batch:block1", "x") // its place goes to the flusher, which sends the queued acquires
 			<-g.entered                               // the batch is on its way, held at the hook
 			srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
 			for range 2 {
@@ -331,7 +331,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 			if err := <-other; err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 })
+			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return !b.flushing })
 			waitFor(t, func() bool { // 5 s: far less than the TTL an orphaned token would hold it
 				_, held, err := c.Inspect(bg, "batch:orphan")
 				return err == nil && !held
@@ -365,7 +365,7 @@ func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 1 })
 	reqCtx, reqCancel := context.WithCancel(context.Background()) // no deadline
 	go func() { _, _ = c.TryAcquire(reqCtx, "batch:b") }()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes > 0 })
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.flushing })
 	reqCancel()
 	done := make(chan struct{})
 	go func() { _ = c.Close(); close(done) }()
@@ -376,87 +376,6 @@ func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
 		resumed = true
 		<-done
 		t.Fatal("Close blocked on a batch whose callers all left")
-	}
-}
-
-// Every place whose call returns while calls queue sends them, so several
-// pipelines are in flight at once, and none carries more than maxBatch
-// calls: callers woken by one batch's replies are few enough to run while
-// Redis runs the next. Every call is answered once.
-func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
-	srv := redistest.Start(t)
-	// Timeouts far beyond the test's own waits: a blocked BLPOP and a held
-	// pipeline must not time out on a slow machine.
-	rdb := srv.NewClient(func(o *redis.Options) { o.PoolSize, o.ReadTimeout = 16, time.Minute })
-	h := &gatePipes{cmd: "incr", entered: make(chan struct{}, 8), open: make(chan struct{})}
-	h.armed.Store(true)
-	rdb.AddHook(h)
-	b := newBatcher(rdb, 2, time.Minute)
-	defer b.close()
-	release := sync.OnceFunc(func() { close(h.open) })
-	defer release() // before close, which waits for the held pipelines
-	bg := context.Background()
-	within := func(what string, ch <-chan struct{}) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(20 * time.Second):
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			t.Fatalf("%s: not within 20s (pipeline sizes so far %v)", what, h.sizes)
-		}
-	}
-	type answer struct {
-		n   int64
-		err error
-	}
-	blocked := fillPlaces(t, b, "batch:block1", "batch:block2")
-	const queued = 2*maxBatch + 3
-	got := make(chan answer, queued)
-	for range queued {
-		go func() {
-			n, err := b.process(bg, redis.NewCmd(bg, "incr", "batch:n")).Int64()
-			got <- answer{n, err}
-		}()
-	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == queued })
-	srv.Client.LPush(bg, "batch:block1", "x") // the first place sends a batch, held at the hook
-	within("the first place's pipeline", h.entered)
-	srv.Client.LPush(bg, "batch:block2", "x") // the second sends the next while the first is held
-	within("the second place's pipeline, the first still in flight", h.entered)
-	release()
-	seen := map[int64]bool{}
-	for range queued {
-		select {
-		case a := <-got:
-			if a.err != nil {
-				t.Fatal(a.err)
-			}
-			seen[a.n] = true
-		case <-time.After(20 * time.Second):
-			t.Fatalf("%d of %d queued calls answered within 20s", len(seen), queued)
-		}
-	}
-	for range 2 {
-		if err := <-blocked; err != nil { // answered: the LPushes came before
-			t.Fatal(err)
-		}
-	}
-	if len(seen) != queued || !seen[1] || !seen[queued] {
-		t.Fatalf("INCR answers %v, want 1..%d once each", seen, queued)
-	}
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 && b.inflight == 0 })
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	total := 0
-	for _, n := range h.sizes {
-		total += n
-		if n > maxBatch {
-			t.Fatalf("a pipeline of %d calls (sizes %v), more than maxBatch %d", n, h.sizes, maxBatch)
-		}
-	}
-	if total != queued {
-		t.Fatalf("pipelines carried %d calls (sizes %v), want %d", total, h.sizes, queued)
 	}
 }
 
