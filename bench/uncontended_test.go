@@ -98,27 +98,27 @@ func BenchmarkS1Turns(b *testing.B) {
 // key (its acquire and release scripts, as EVALSHA with their arguments),
 // and the same commands with a script that only returns in their place.
 func lockkitCalls(b *testing.B, addr, key string) (calls, emptied [][]any) {
-	rec := &recorder{}
+	var sent [][]any
 	rdb := goRedisClient(addr, nil)
 	defer rdb.Close()
-	rdb.AddHook(rec)
+	rdb.AddHook(testkit.EachCommand(func(cmd redis.Cmder) { sent = append(sent, slices.Clone(cmd.Args())) }))
 	c, err := core.New(rdb, core.WithTTL(ttl))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
 	for range 2 { // the first cycle loads the scripts (EVAL); the second is the common one
-		rec.cmds = nil
+		sent = nil
 		if err := lockCycle(context.Background(), &lockkitLocker{c: c}, key); err != nil {
 			b.Fatal(err)
 		}
 	}
-	sent := rec.cmds
+	cycle := sent
 	empty, err := rdb.ScriptLoad(context.Background(), "return 1").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, args := range sent {
+	for _, args := range cycle {
 		if len(args) < 2 || !strings.EqualFold(fmt.Sprint(args[0]), "evalsha") {
 			b.Fatalf("lockkit's uncontended cycle sent %v, not EVALSHA", args)
 		}
@@ -130,27 +130,6 @@ func lockkitCalls(b *testing.B, addr, key string) (calls, emptied [][]any) {
 		b.Fatalf("lockkit's uncontended cycle sent %d commands, not 2", len(calls))
 	}
 	return calls, emptied
-}
-
-// recorder is a go-redis hook that keeps the arguments of every command sent.
-type recorder struct{ cmds [][]any }
-
-func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.cmds = append(r.cmds, slices.Clone(cmd.Args()))
-		return next(ctx, cmd)
-	}
-}
-
-func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			r.cmds = append(r.cmds, slices.Clone(cmd.Args()))
-		}
-		return next(ctx, cmds)
-	}
 }
 
 // lockCycle takes and gives back the lock on key with l.

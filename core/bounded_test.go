@@ -447,7 +447,7 @@ func (f *flood) checkBounded(t *testing.T, perPath int, tolerance int64) {
 		t.Fatal(err)
 	}
 	for _, p := range f.pools {
-		fillPool(t, f.ctx, p)
+		fillPool(t, f.ctx, p, f.rdbs[0])
 	}
 	clients := map[string]*core.Client{"flooded client": f.c, "other client": f.other}
 	base := map[string]map[string]int{}
@@ -572,20 +572,28 @@ func TestSubscriptionDroppedAfterUnansweredUnsubscribe(t *testing.T) {
 }
 
 // fillPool opens every connection rdb's pool may hold, as a burst of load
-// would: PoolSize calls at once, each holding its connection a moment.
-func fillPool(t *testing.T, ctx context.Context, rdb *redis.Client) {
+// would: PoolSize calls at once, each blocked in Redis on a key of its own
+// until every connection is open, then let go by pusher.
+func fillPool(t *testing.T, ctx context.Context, rdb, pusher *redis.Client) {
 	t.Helper()
 	n := rdb.Options().PoolSize
 	var wg sync.WaitGroup
+	keys := make([]string, n)
 	for i := range n {
+		keys[i] = fmt.Sprintf("bounded:fill:%d", i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = rdb.BLPop(ctx, 100*time.Millisecond, fmt.Sprintf("bounded:fill:%d", i)).Err()
+			_ = rdb.BLPop(ctx, 30*time.Second, keys[i]).Err()
 		}()
 	}
-	wg.Wait()
-	if got := rdb.PoolStats().TotalConns; int(got) < n {
-		t.Fatalf("pool holds %d connections after filling, want %d", got, n)
+	testkit.WaitFor(t, 10*time.Second, "every connection of the pool open", func() bool {
+		return int(rdb.PoolStats().TotalConns) >= n
+	})
+	for _, k := range keys {
+		if err := pusher.LPush(ctx, k, "x").Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
+	wg.Wait()
 }

@@ -4,5 +4,6 @@ package testkit
 
 import "time"
 
-// processCPU: no per-process CPU time here (see cpu_unix.go).
-func processCPU() time.Duration { return 0 }
+// ProcessCPU is a Meter that reads zero: no per-process CPU time here (see
+// cpu_unix.go).
+func ProcessCPU() time.Duration { return 0 }

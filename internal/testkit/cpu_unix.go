@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// processCPU is the CPU time (user and system) this process has used so far.
-func processCPU() time.Duration {
+// ProcessCPU is a Meter (see TurnsMetered): the CPU time, user and system,
+// this process has used so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

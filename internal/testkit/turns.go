@@ -37,10 +37,6 @@ func TurnsMetered(b *testing.B, n, block int, cycle func(i int), meters ...Meter
 	return turns(b, n, block, cycle, meters)
 }
 
-// ProcessCPU is a Meter: the CPU time (user and system) this process has
-// used so far; zero where the OS does not say (see cpu_unix.go).
-func ProcessCPU() time.Duration { return processCPU() }
-
 func turns(b *testing.B, n, block int, cycle func(i int), meters []Meter) (took []time.Duration, used [][]time.Duration) {
 	took = make([]time.Duration, n)
 	used = make([][]time.Duration, len(meters))
