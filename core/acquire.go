@@ -586,8 +586,8 @@ func mayHaveRun(err error) bool {
 // releaseAfter is releaseLater for a token whose call failed with err.
 // When the caller left a call that was already sent in a batch, the
 // give-back waits for that batch to end, so it cannot reach Redis before
-// the call it undoes: the give-back may go out at once, on a place in
-// flight another call left free. The wait is the batch's, which has a
+// the call it undoes: several batches can be in flight at once, and the
+// give-back's own may go out first. The wait is the batch's, which has a
 // deadline (the latest of its callers', see batcher), the same bound Close
 // already waits for; a shorter one of its own would let the give-back run
 // first, and leave the lock to a token nobody has until its TTL.

@@ -235,19 +235,27 @@ func TestBatcherSurvivesPanickingHook(t *testing.T) {
 	_ = l.Release(ctx)
 }
 
-// gatePipes, once armed, holds every pipeline of scripts at its hook until
-// open is closed, telling entered when one arrives.
+// gatePipes, once armed, holds every pipeline of cmd (scripts: evalsha)
+// at its hook until open is closed, recording its size and telling entered
+// when one arrives.
 type gatePipes struct {
+	cmd     string
 	armed   atomic.Bool
 	entered chan struct{}
 	open    chan struct{}
+
+	mu    sync.Mutex
+	sizes []int
 }
 
 func (g *gatePipes) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (g *gatePipes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (g *gatePipes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if g.armed.Load() && len(cmds) > 0 && cmds[0].Name() == "evalsha" {
+		if g.armed.Load() && len(cmds) > 0 && cmds[0].Name() == g.cmd {
+			g.mu.Lock()
+			g.sizes = append(g.sizes, len(cmds))
+			g.mu.Unlock()
 			g.entered <- struct{}{}
 			<-g.open
 		}
@@ -274,7 +282,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			rdb := srv.NewClient(func(o *redis.Options) { o.ReadTimeout = time.Minute })
-			g := &gatePipes{entered: make(chan struct{}, 1), open: make(chan struct{})}
+			g := &gatePipes{cmd: "evalsha", entered: make(chan struct{}, 1), open: make(chan struct{})}
 			rdb.AddHook(g)
 			c, err := New(rdb, WithReleaseTimeout(releaseTimeout))
 			if err != nil {
@@ -329,7 +337,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 			if err := <-other; err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return !b.flushing })
+			waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 })
 			waitFor(t, func() bool { // 5 s: far less than the TTL an orphaned token would hold it
 				_, held, err := c.Inspect(bg, "batch:orphan")
 				return err == nil && !held
@@ -363,7 +371,7 @@ func TestCloseBoundedWithUnboundedBatch(t *testing.T) {
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 1 })
 	reqCtx, reqCancel := context.WithCancel(context.Background()) // no deadline
 	go func() { _, _ = c.TryAcquire(reqCtx, "batch:b") }()
-	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.flushing })
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes > 0 })
 	reqCancel()
 	done := make(chan struct{})
 	go func() { _ = c.Close(); close(done) }()
@@ -402,5 +410,86 @@ func warmScripts(t *testing.T, c *Client) {
 	}
 	if err := l.Release(bg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Every place whose call returns while calls queue sends them, so several
+// pipelines are in flight at once, and none carries more than maxBatch
+// calls: callers woken by one batch's replies are few enough to run while
+// Redis runs the next. Every call is answered once.
+func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
+	srv := redistest.Start(t)
+	// Timeouts far beyond the test's own waits: a blocked BLPOP and a held
+	// pipeline must not time out on a slow machine.
+	rdb := srv.NewClient(func(o *redis.Options) { o.PoolSize, o.ReadTimeout = 16, time.Minute })
+	h := &gatePipes{cmd: "incr", entered: make(chan struct{}, 8), open: make(chan struct{})}
+	h.armed.Store(true)
+	rdb.AddHook(h)
+	b := newBatcher(rdb, 2, time.Minute)
+	defer b.close()
+	release := sync.OnceFunc(func() { close(h.open) })
+	defer release() // before close, which waits for the held pipelines
+	bg := context.Background()
+	within := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(20 * time.Second):
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			t.Fatalf("%s: not within 20s (pipeline sizes so far %v)", what, h.sizes)
+		}
+	}
+	type answer struct {
+		n   int64
+		err error
+	}
+	blocked := fillPlaces(t, b, "batch:block1", "batch:block2")
+	const queued = 2*maxBatch + 3
+	got := make(chan answer, queued)
+	for range queued {
+		go func() {
+			n, err := b.process(bg, redis.NewCmd(bg, "incr", "batch:n")).Int64()
+			got <- answer{n, err}
+		}()
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == queued })
+	srv.Client.LPush(bg, "batch:block1", "x") // the first place sends a batch, held at the hook
+	within("the first place's pipeline", h.entered)
+	srv.Client.LPush(bg, "batch:block2", "x") // the second sends the next while the first is held
+	within("the second place's pipeline, the first still in flight", h.entered)
+	release()
+	seen := map[int64]bool{}
+	for range queued {
+		select {
+		case a := <-got:
+			if a.err != nil {
+				t.Fatal(a.err)
+			}
+			seen[a.n] = true
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d queued calls answered within 20s", len(seen), queued)
+		}
+	}
+	for range 2 {
+		if err := <-blocked; err != nil { // answered: the LPushes came before
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != queued || !seen[1] || !seen[queued] {
+		t.Fatalf("INCR answers %v, want 1..%d once each", seen, queued)
+	}
+	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.pipes == 0 && b.inflight == 0 })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	total := 0
+	for _, n := range h.sizes {
+		total += n
+		if n > maxBatch {
+			t.Fatalf("a pipeline of %d calls (sizes %v), more than maxBatch %d", n, h.sizes, maxBatch)
+		}
+	}
+	if total != queued {
+		t.Fatalf("pipelines carried %d calls (sizes %v), want %d", total, h.sizes, queued)
 	}
 }

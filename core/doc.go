@@ -74,7 +74,7 @@
 // step and wakes only that one, so processes are served in turn (a Client's
 // run of local hand-offs ends after one turn per local waiter while others
 // wait there). Concurrent calls of one Client share round trips: beyond a
-// few in flight, they go out together as one pipeline. Wait(d) bounds the wait
+// few in flight, they go out together in pipelines. Wait(d) bounds the wait
 // (the wait budget); without it Acquire waits until ctx ends. NoWait fails at
 // once when the lock is held or other callers of the Client queue for it,
 // MaxWaiters bounds the queue, and Reentrant lets a context that already
