@@ -46,10 +46,16 @@ func parse(r io.Reader) (rows []row, header []string) {
 	cut := "" // the name of a benchmark whose line was cut
 	for sc.Scan() {
 		line := sc.Text()
-		if cut != "" && restRE.MatchString(line) {
-			line = cut + line
+		if cut != "" {
+			switch {
+			case restRE.MatchString(line):
+				line, cut = cut+line, ""
+			case !strings.HasPrefix(line, "Benchmark"):
+				continue // more of what was logged into the cut line
+			default:
+				cut = ""
+			}
 		}
-		cut = ""
 		for _, p := range []string{"goos:", "goarch:", "cpu:", "pkg:"} {
 			if strings.HasPrefix(line, p) {
 				header = append(header, line)

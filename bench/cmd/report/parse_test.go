@@ -6,11 +6,14 @@ import (
 )
 
 // A line go-redis's pool logged into while the benchmark ran: the name is
-// cut from its figures, which follow on a line of their own. The row is
-// kept; a turn-taking benchmark's per-contender metrics become rows.
+// cut from its figures, which follow on a line of their own, after any
+// further lines it logged meanwhile. The row is kept; a turn-taking
+// benchmark's per-contender metrics become rows.
 func TestParse(t *testing.T) {
 	raw := "goos: linux\n" +
-		"BenchmarkCrossProcessHandoff/redsync-2         \t      15\t 134265988 ns/op\t        92.91 p50-ms\n" +
+		"BenchmarkCrossProcessHandoff/redsync-2         \tredis: 2026/11/27 10:20:15 pool.go:1458: Unexpected conn[9] state changed by hook to CLOSED, closing it\n" +
+		"redis: 2026/11/27 10:20:18 pool.go:1458: Unexpected conn[10] state changed by hook to CLOSED, closing it\n" +
+		"      15\t 134265988 ns/op\t        92.91 p50-ms\n" +
 		"BenchmarkCrossProcessHandoff/redsync-1ms-2     \tredis: 2026/11/26 19:22:49 pool.go:1458: Unexpected conn[10] state changed by hook to CLOSED, closing it\n" +
 		"      97\t  22343540 ns/op\t         1.500 p50-ms\t         3.314 p99-ms\n" +
 		"BenchmarkS1Turns-2 \t 200\t 1 ns/op\t 8323 bare-setnx-cycles/s\t 1.000 bare-setnx-vs-bare\t 6500 lockkit-cycles/s\t 0.781 lockkit-vs-bare\n"
