@@ -175,8 +175,8 @@ func (b *batcher) pipeline() {
 
 // send runs the calls of batch still wanted as one pipeline, bounded by the
 // latest of their deadlines (none if one has none: go-redis's read and
-// write timeouts still apply). Close ends a place's run between batches, not a batch
-// in flight: that ends with its own I/O.
+// write timeouts still apply). Close ends a place's run between batches,
+// not a batch in flight: that ends with its own I/O.
 func (b *batcher) send(batch []*queuedCall) {
 	defer func() {
 		if v := recover(); v != nil {

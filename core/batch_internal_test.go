@@ -138,8 +138,8 @@ func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 	}
 }
 
-// Calls queued when the Client closes are answered with ErrClosed and the
-// flusher goroutine ends (the package's goleak check).
+// Calls queued when the Client closes are answered with ErrClosed and no
+// pipeline goroutine is left (the package's goleak check).
 func TestBatcherCloseAnswersQueuedCalls(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.NewClient()
@@ -316,7 +316,7 @@ func TestAbandonedAcquireGivenBackAfterItRuns(t *testing.T) {
 			} else {
 				other <- nil
 			}
-			srv.Client.LPush(bg, "batch:block1", "x") // its place goes to the flusher, which sends the queued acquires
+			srv.Client.LPush(bg, "batch:block1", "x") // its place sends the queued acquires as a pipeline
 			<-g.entered                               // the batch is on its way, held at the hook
 			srv.Client.LPush(bg, "batch:block2", "x") // a place is free for the give-back
 			for range 2 {

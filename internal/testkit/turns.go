@@ -19,7 +19,7 @@ import (
 // b's timer covers the rounds only.
 func Turns(b *testing.B, n, block int, cycle func(i int)) []time.Duration {
 	b.Helper()
-	took, _ := turns(b, n, block, cycle, nil)
+	took, _ := TurnsMetered(b, n, block, cycle)
 	return took
 }
 
@@ -34,10 +34,6 @@ type Meter func() time.Duration
 // says how much of a contender's time per cycle each side was at work.
 func TurnsMetered(b *testing.B, n, block int, cycle func(i int), meters ...Meter) (took []time.Duration, used [][]time.Duration) {
 	b.Helper()
-	return turns(b, n, block, cycle, meters)
-}
-
-func turns(b *testing.B, n, block int, cycle func(i int), meters []Meter) (took []time.Duration, used [][]time.Duration) {
 	took = make([]time.Duration, n)
 	used = make([][]time.Duration, len(meters))
 	for m := range used {
