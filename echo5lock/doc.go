@@ -22,7 +22,8 @@
 // echo v4, net/http and gRPC adapters build from the same parts. KeyFunc
 // returns a whole key instead (used verbatim). The route template (c.Path())
 // is only the telemetry name; a request that matched no route and a CORS
-// preflight (OPTIONS) pass through unlocked.
+// preflight (OPTIONS with Origin and Access-Control-Request-Method) pass
+// through unlocked; any other OPTIONS is locked like any method.
 //
 // The middleware waits on the request's context (Wait, default 10s, or
 // NoWait), then calls the handler with the request's context replaced by

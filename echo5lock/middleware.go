@@ -1,8 +1,6 @@
 package echo5lock
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v5"
 
 	"github.com/lockkit/lockkit/core"
@@ -78,7 +76,7 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		req := c.Request()
 		name := c.Path()
-		if req.Method == http.MethodOptions || !routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
+		if adapt.Preflight(req.Method, req.Header) || !routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
 			return next(c)
 		}
 		g, key := adapt.AcquireRequest(&m.acq, req.Context(), c, m.keys, name, req.Method)
@@ -147,7 +145,7 @@ func (m *lockMiddleware) stop(c *echo.Context, key string, o core.Outcome, cause
 }
 
 // Lease returns the lease the request holds: false when the middleware did
-// not lock this request (skipped, unmatched route, OPTIONS, fail-open).
+// not lock this request (skipped, unmatched route, CORS preflight, fail-open).
 func Lease(c *echo.Context) (*core.Lease, bool) {
 	if c == nil || c.Request() == nil {
 		return nil, false

@@ -13,7 +13,8 @@
 // exactly "order:42", the key gin and gRPC build from the same parts.
 // KeyFunc returns a whole key instead (used verbatim). The route template
 // (c.Path()) is only the telemetry name; a request that matched no route and
-// a CORS preflight (OPTIONS) pass through unlocked.
+// a CORS preflight (OPTIONS with Origin and Access-Control-Request-Method)
+// pass through unlocked; any other OPTIONS is locked like any method.
 //
 // The middleware waits on the request's context, then calls the handler with
 // the request's context replaced by one that carries the lease (Lease(c),

@@ -116,7 +116,7 @@ func TestPassThrough(t *testing.T) {
 		{http.MethodGet, "/items/1", "", 200, "item:1"},
 		{http.MethodGet, "/nowhere", "", 404, "Not Found"},
 		{http.MethodDelete, "/items/1", "", 405, "Method Not Allowed"},
-		{http.MethodOptions, "/items/1", "", 200, "-"},
+		{http.MethodOptions, "/items/1", "", 200, "item:1"}, // not a CORS preflight: locked
 		{http.MethodGet, "/items/1", "yes", 200, "-"},
 		{http.MethodGet, "/g/items/2", "", 200, "g:2"}, // inside e.Use's item:2 lock: Lease is the innermost
 		{http.MethodGet, "/g/nowhere/at/all", "", 404, "Not Found"},
@@ -125,6 +125,10 @@ func TestPassThrough(t *testing.T) {
 		if w.Code != tc.status || !strings.Contains(w.Body.String(), tc.body) {
 			t.Errorf("%s %s skip=%q: %d %q, want %d %q", tc.method, tc.target, tc.skip, w.Code, w.Body.String(), tc.status, tc.body)
 		}
+	}
+	w := serve(e, http.MethodOptions, "/items/1", "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
+	if w.Code != 200 || w.Body.String() != "-" {
+		t.Errorf("CORS preflight: %d %q, want 200 \"-\" (unlocked)", w.Code, w.Body.String())
 	}
 }
 

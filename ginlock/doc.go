@@ -10,7 +10,8 @@
 // The key names the resource ("order:42", joined by core.JoinKey, so echo
 // and gRPC build the same string from the same parts); the route template
 // (c.FullPath()) is only the telemetry name. A request that matched no route
-// and a CORS preflight (OPTIONS) pass through unlocked.
+// and a CORS preflight (OPTIONS with Origin and Access-Control-Request-Method)
+// pass through unlocked; any other OPTIONS is locked like any method.
 //
 // The middleware waits on c.Request.Context() (Wait, default 10s, or NoWait),
 // then runs the rest of the chain with c.Request's context replaced by one

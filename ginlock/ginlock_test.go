@@ -138,13 +138,17 @@ func TestPassThrough(t *testing.T) {
 		{http.MethodGet, "/items/1", "", 200, "item:1"},
 		{http.MethodGet, "/nowhere", "", 404, "404 page not found"},
 		{http.MethodDelete, "/items/1", "", 405, "405 method not allowed"},
-		{http.MethodOptions, "/items/1", "", 200, "-"},
+		{http.MethodOptions, "/items/1", "", 200, "item:1"}, // not a CORS preflight: locked
 		{http.MethodGet, "/items/1", "yes", 200, "-"},
 	} {
 		w := serve(e, tc.method, tc.target, "X-Skip", tc.skip)
 		if w.Code != tc.status || w.Body.String() != tc.body {
 			t.Errorf("%s %s skip=%q: %d %q, want %d %q", tc.method, tc.target, tc.skip, w.Code, w.Body.String(), tc.status, tc.body)
 		}
+	}
+	w := serve(e, http.MethodOptions, "/items/1", "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
+	if w.Code != 200 || w.Body.String() != "-" {
+		t.Errorf("CORS preflight: %d %q, want 200 \"-\" (unlocked)", w.Code, w.Body.String())
 	}
 }
 

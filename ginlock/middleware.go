@@ -1,8 +1,6 @@
 package ginlock
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockkit/lockkit/core"
@@ -40,7 +38,7 @@ type middleware struct{ cfg config }
 
 func (m *middleware) handle(c *gin.Context) {
 	name := c.FullPath()
-	if name == "" || c.Request.Method == http.MethodOptions || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
+	if name == "" || adapt.Preflight(c.Request.Method, c.Request.Header) || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
 		c.Next() // no matched route, CORS preflight, or skipped: nothing to lock
 		return
 	}
@@ -86,7 +84,7 @@ func (m *middleware) stop(c *gin.Context, o core.Outcome, err error) {
 }
 
 // Lease returns the lease the request holds: false when the middleware did
-// not lock this request (skipped, unmatched route, OPTIONS, fail-open).
+// not lock this request (skipped, unmatched route, CORS preflight, fail-open).
 func Lease(c *gin.Context) (*core.Lease, bool) {
 	if c == nil || c.Request == nil {
 		return nil, false

@@ -54,7 +54,7 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodOptions || (m.cfg.skipper != nil && m.cfg.skipper(r)) {
+	if adapt.Preflight(r.Method, r.Header) || (m.cfg.skipper != nil && m.cfg.skipper(r)) {
 		m.next.ServeHTTP(w, r) // CORS preflight, or skipped: nothing to lock
 		return
 	}
@@ -92,7 +92,7 @@ func (m *middleware) stop(w http.ResponseWriter, r *http.Request, o core.Outcome
 }
 
 // Lease returns the lease the request holds: false when the middleware did
-// not lock this request (skipped, OPTIONS, fail-open).
+// not lock this request (skipped, CORS preflight, fail-open).
 func Lease(r *http.Request) (*core.Lease, bool) {
 	if r == nil {
 		return nil, false

@@ -10,6 +10,7 @@ package adapt
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -63,9 +64,22 @@ const (
 	RWWrite              // always the write side
 )
 
-// SafeMethod reports whether an HTTP method only reads (RFC 9110 safe
-// methods a handler locks for: GET and HEAD; OPTIONS is never locked).
+// SafeMethod reports whether an HTTP method takes the read side under
+// RWByMethod: GET and HEAD. Every other method, OPTIONS included, takes the
+// write side: a handler registered for any method (a ServeMux pattern
+// without one, gin's Any) may write whatever the method.
 func SafeMethod(method string) bool { return method == "GET" || method == "HEAD" }
+
+// Preflight reports whether a request is a CORS preflight: OPTIONS with
+// an Origin and an Access-Control-Request-Method header (the Fetch
+// standard's definition). Only a preflight passes a lock unlocked: it asks
+// whether a request may be sent and runs no handler of the resource. Any
+// other OPTIONS reaching a locked handler is locked like any method, or a
+// client could run a method-agnostic handler beside the lock's holder by
+// sending OPTIONS.
+func Preflight(method string, h http.Header) bool {
+	return method == http.MethodOptions && h.Get("Origin") != "" && h.Get("Access-Control-Request-Method") != ""
+}
 
 // Guard is one request's hold on a lock.
 type Guard struct {

@@ -27,6 +27,7 @@ func Run(t *testing.T, a Adapter) {
 		{"limit admits n and answers 429", Limit},
 		{"reads share, writes exclude", ReadWrite},
 		{"several keys, all or nothing, any order", MultiKey},
+		{"OPTIONS is locked unless a CORS preflight", OptionsLocked},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -41,4 +42,5 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("limit "+a.Name+"+"+b.Name, func(t *testing.T) { Limit(t, a, b) })
 	t.Run("reads and writes "+a.Name+"+"+b.Name, func(t *testing.T) { ReadWrite(t, a, b) })
 	t.Run("several keys "+a.Name+"+"+b.Name, func(t *testing.T) { MultiKey(t, a, b) })
+	t.Run("OPTIONS locked "+a.Name+"+"+b.Name, func(t *testing.T) { OptionsLocked(t, a, b) })
 }

@@ -773,3 +773,96 @@ func Draining(t *testing.T, a, b Adapter) {
 		testkit.Recv(t, holder, 10*time.Second, "the holder's answer")
 	})
 }
+
+// OptionsLocked: a handler that serves OPTIONS as well as POST (a
+// method-less ServeMux pattern, gin's Any) runs under the lock for every
+// OPTIONS that is not a CORS preflight. 50 concurrent requests for one
+// order, POSTs and OPTIONS (with an Origin or without one) across both
+// replicas, do read-sleep-write on a counter: it ends at 50 and no two
+// overlap. A CORS preflight (Origin and Access-Control-Request-Method)
+// passes unlocked, at once, while the lock is held.
+func OptionsLocked(t *testing.T, a, b Adapter) {
+	var (
+		counter          atomic.Int64
+		inside, overlaps atomic.Int32
+		notHeld          atomic.Int32
+	)
+	holding, release := newSignal(), newSignal()
+	h := func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
+		if !checkLease(w, r, l, ok) {
+			return
+		}
+		if r.Header.Get("Access-Control-Request-Method") != "" { // the preflight
+			if ok {
+				http.Error(w, "a preflight ran under the lock", http.StatusInternalServerError)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if !ok {
+			notHeld.Add(1)
+			http.Error(w, "no lease", http.StatusInternalServerError)
+			return
+		}
+		if r.Header.Get("X-Hold") != "" {
+			holding.fire()
+			<-release.ch
+			writeOK(w)
+			return
+		}
+		if inside.Add(1) != 1 {
+			overlaps.Add(1)
+		}
+		v := counter.Load()
+		time.Sleep(2 * time.Millisecond) // a critical section worth overlapping
+		counter.Store(v + 1)
+		inside.Add(-1)
+		writeOK(w)
+	}
+	var routes []Route
+	for _, m := range []string{http.MethodPost, http.MethodOptions} {
+		routes = append(routes, Route{Method: m, Path: "/orders/:id/pay", Key: orderKey, Wait: 60 * time.Second, Handler: h})
+	}
+	e := newEnv(t, a, b, ttl, routes...)
+	ctx := e.ctx(120 * time.Second)
+	const n = 50
+	res := make([]response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			switch i % 3 {
+			case 0:
+				res[i] = e.do(ctx, i%2, http.MethodPost, "/orders/8/pay")
+			case 1:
+				res[i] = e.do(ctx, i%2, http.MethodOptions, "/orders/8/pay")
+			default: // an Origin alone is a cross-origin OPTIONS, not a preflight
+				res[i] = e.do(ctx, i%2, http.MethodOptions, "/orders/8/pay", "Origin", "https://evil.example")
+			}
+		})
+	}
+	wg.Wait()
+	for i, r := range res {
+		if r.err != nil || r.status != http.StatusOK {
+			t.Errorf("request %d: status %d err %v body %q", i, r.status, r.err, r.body)
+		}
+	}
+	if got := counter.Load(); got != n {
+		t.Errorf("counter = %d, want %d (lost updates: OPTIONS ran beside the holder)", got, n)
+	}
+	if o, nh := overlaps.Load(), notHeld.Load(); o != 0 || nh != 0 {
+		t.Errorf("%d handlers overlapped, %d ran without the lease", o, nh)
+	}
+
+	done := make(chan response, 1)
+	go func() { done <- e.do(ctx, 0, http.MethodPost, "/orders/8/pay", "X-Hold", "1") }()
+	holding.wait(t, 10*time.Second, "the holder's handler")
+	r := e.do(ctx, 1, http.MethodOptions, "/orders/8/pay", "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
+	release.fire()
+	if r.err != nil || r.status != http.StatusNoContent {
+		t.Errorf("CORS preflight while the lock is held: status %d err %v body %q, want 204 at once, unlocked", r.status, r.err, r.body)
+	}
+	if hr := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); hr.status != http.StatusOK {
+		t.Errorf("holder answered %d %q", hr.status, hr.body)
+	}
+}
