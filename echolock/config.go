@@ -20,7 +20,8 @@ type Config struct {
 
 	// KeyParts is the key spec: comma-separated "source:name" parts, all
 	// required and joined in order; sources const, param, header, query,
-	// cookie. "const:order,param:id" gives "order:42" for /orders/42.
+	// cookie (its value percent-decoded once, '+' a space, as on every
+	// lockkit adapter). "const:order,param:id" gives "order:42" for /orders/42.
 	KeyParts string
 	// KeyFunc returns the whole key instead of KeyParts, used verbatim (so
 	// build it with core.JoinKey when it has parts). An error or "" answers 400.

@@ -23,11 +23,11 @@ var reader = keyspec.Reader[*gin.Context]{
 	},
 	Query: func(c *gin.Context, name string) string { return c.Query(name) },
 	Cookie: func(c *gin.Context, name string) string {
-		v, err := c.Cookie(name)
+		ck, err := c.Request.Cookie(name) // raw: keyspec.CookieValue decodes, as for every adapter
 		if err != nil {
 			return ""
 		}
-		return v
+		return ck.Value
 	},
 }
 
@@ -50,7 +50,9 @@ func Query(name string) Part {
 	return Part{reader.Part(keyspec.Spec{Source: keyspec.Query, Name: name})}
 }
 
-// Cookie is a cookie's value: Cookie("session").
+// Cookie is a cookie's value, percent-decoded once ('+' is a space), the
+// same on every lockkit adapter: Cookie("session"). A value that does not
+// decode answers 400.
 func Cookie(name string) Part {
 	return Part{reader.Part(keyspec.Spec{Source: keyspec.Cookie, Name: name})}
 }

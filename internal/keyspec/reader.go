@@ -3,6 +3,7 @@ package keyspec
 import (
 	"errors"
 	"fmt"
+	"net/url"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/keypart"
@@ -22,9 +23,12 @@ type Reader[R any] struct {
 	// on the raw path and did not decode it), so PathValue decodes it once.
 	// ok is false when the matched route has no such parameter.
 	Param func(r R, name string) (value string, escaped, ok bool)
-	// Header, Query and Cookie return the first value, "" when absent.
+	// Header and Query return the first value, "" when absent.
 	Header func(r R, name string) string
 	Query  func(r R, name string) string
+	// Cookie returns the cookie's value as net/http parses it
+	// (http.Request.Cookie: one pair of double quotes stripped, nothing
+	// decoded), "" when absent; CookieValue decodes it.
 	Cookie func(r R, name string) string
 }
 
@@ -49,7 +53,7 @@ func (rd Reader[R]) Part(s Spec) keypart.Part[R] {
 	case Query:
 		p.Get = func(r R) (string, error) { return rd.Query(r, name), nil }
 	case Cookie:
-		p.Get = func(r R) (string, error) { return rd.Cookie(r, name), nil }
+		p.Get = func(r R) (string, error) { return CookieValue(rd.Cookie(r, name)) }
 	default:
 		// Parse rejects unknown sources; a Spec built by hand fails loudly
 		// at request time instead of giving an empty or shared key.
@@ -82,4 +86,25 @@ func WholeKey(key string, err error) (string, error) {
 		return "", &core.KeyPartError{Source: "func", Name: "KeyFunc", Reason: "missing or empty"}
 	}
 	return key, nil
+}
+
+// errCookieEncoding is the error of a cookie whose value is not valid
+// percent-encoding. It does not repeat the value: a cookie may be a secret.
+var errCookieEncoding = errors.New("the cookie's value is not valid percent-encoding")
+
+// CookieValue is the one rule for a cookie's value in a key: the value as
+// net/http parses it, percent-decoded once as a form value ('+' is a
+// space), as gin's Context.Cookie decodes it. Cookies have no encoding of
+// their own, so handlers differ: a gin handler sees "%61cme" as "acme", a
+// net/http or echo handler sees it as sent. Decoding for every adapter
+// makes the key follow the handler that decodes, so that no spelling gives
+// one resource two keys (spellings a raw handler tells apart then share a
+// key: more exclusion, never less). A value that does not decode is a bad
+// key (400), never used as sent.
+func CookieValue(raw string) (string, error) {
+	v, err := url.QueryUnescape(raw)
+	if err != nil {
+		return "", errCookieEncoding
+	}
+	return v, nil
 }

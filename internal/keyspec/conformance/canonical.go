@@ -169,3 +169,67 @@ func SpellingsExclude(t *testing.T, a, b Adapter) {
 	}
 	close(release)
 }
+
+// CookieOneKey: one cookie, one key, whatever framework reads it. A
+// request holds "tenant:<t>" through replica a with one spelling of the
+// cookie t, and another asks (no wait) through replica b with another: the
+// second is refused while the first holds when both decode to one value
+// (percent-decoded once, '+' a space, one pair of double quotes stripped
+// by net/http), and admitted when they do not. A value that does not
+// decode is 400 on both.
+func CookieOneKey(t *testing.T, a, b Adapter) {
+	const spec = "const:tenant,cookie:t"
+	entered, release := make(chan string, 1), make(chan struct{})
+	e := newEnv(t, a, b, ttl,
+		Route{Method: http.MethodPost, Path: "/export", Key: spec, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			if !ok {
+				http.Error(w, "no lease", http.StatusInternalServerError)
+				return
+			}
+			entered <- l.Key()
+			<-release
+			writeOK(w)
+		}},
+		Route{Method: http.MethodPost, Path: "/settings", Key: spec, NoWait: true, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			ok2(w, l.Key())
+		}})
+	ctx := e.ctx(30 * time.Second)
+	for _, tc := range []struct {
+		holder, other, value string
+		same                 bool // other decodes to value too
+	}{
+		{"%61cme", "acme", "acme", true},
+		{"acme", "%61%63%6D%65", "acme", true},
+		{"ac+me", "ac%20me", "ac me", true},
+		{`"acme"`, "acme", "acme", true},
+		{`"%61cme"`, "%61cme", "acme", true},
+		{"%2561", "%61", "%61", false}, // "%61" is "a": decoded once, never twice
+		{"a%2Bb", "a+b", "a+b", false}, // an encoded plus is a plus, a bare one a space
+	} {
+		want, _ := core.JoinKey("tenant", tc.value)
+		done := make(chan response, 1)
+		go func() { done <- e.do(ctx, 0, http.MethodPost, "/export", "Cookie", "t="+tc.holder) }()
+		if got := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); got != want {
+			close(release)
+			t.Fatalf("cookie t=%s on %s locked %q, want %q", tc.holder, a.Name, got, want)
+		}
+		r := e.do(ctx, 1, http.MethodPost, "/settings", "Cookie", "t="+tc.other)
+		release <- struct{}{}
+		if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
+			t.Fatalf("holder answered %d %q", h.status, h.body)
+		}
+		switch {
+		case tc.same && r.status != http.StatusConflict:
+			t.Errorf("cookie t=%s on %s while t=%s on %s holds %q: %d %q, want 409", tc.other, b.Name, tc.holder, a.Name, want, r.status, r.body)
+		case !tc.same && r.status != http.StatusOK:
+			t.Errorf("cookie t=%s (another value) on %s while t=%s holds: %d %q, want 200", tc.other, b.Name, tc.holder, r.status, r.body)
+		}
+	}
+	close(release)
+	for i := range e.reps {
+		r := e.do(ctx, i, http.MethodPost, "/settings", "Cookie", "t=%zz")
+		if r.status != http.StatusBadRequest || strings.Contains(r.body, "%zz") {
+			t.Errorf("cookie t=%%zz on %s: %d %q, want 400 that does not repeat the value", e.reps[i].adapter.Name, r.status, r.body)
+		}
+	}
+}

@@ -28,6 +28,7 @@ func Run(t *testing.T, a Adapter) {
 		{"reads share, writes exclude", ReadWrite},
 		{"several keys, all or nothing, any order", MultiKey},
 		{"OPTIONS is locked unless a CORS preflight", OptionsLocked},
+		{"one cookie, any spelling, one key", CookieOneKey},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -43,4 +44,5 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("reads and writes "+a.Name+"+"+b.Name, func(t *testing.T) { ReadWrite(t, a, b) })
 	t.Run("several keys "+a.Name+"+"+b.Name, func(t *testing.T) { MultiKey(t, a, b) })
 	t.Run("OPTIONS locked "+a.Name+"+"+b.Name, func(t *testing.T) { OptionsLocked(t, a, b) })
+	t.Run("cookie one key "+a.Name+"+"+b.Name, func(t *testing.T) { CookieOneKey(t, a, b) })
 }
