@@ -100,37 +100,66 @@ type acquisition struct {
 	// w is the acquisition's place in the local queue (waits only).
 	w *waiter
 	// queued: an attempt of this acquisition may have left its queue in
-	// the lock's wait queue in Redis.
-	queued bool
+	// the lock's wait queue in Redis; abandoned: the last such attempt was
+	// left in flight (its batch still on its way), which a leave of the
+	// queue must not overtake.
+	queued    bool
+	abandoned *abandonedCall
+	// place is a reader's place in the lock's order when admitted, which
+	// the readers queued behind it in this Client share (keyQueue.pass).
+	place int64
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
-	return c.acquireFrom(ctx, key, try, acquireConfig{ttl: c.cfg.ttl}, opts)
+	return c.acquireKind(ctx, key, 0, 0, try, acquireConfig{ttl: c.cfg.ttl}, opts)
 }
 
 // acquireFrom is acquire with base as the settings opts change.
 func (c *Client) acquireFrom(ctx context.Context, key string, try bool, base acquireConfig, opts []AcquireOption) (*Lease, error) {
+	return c.acquireKind(ctx, key, 0, 0, try, base, opts)
+}
+
+// acquireKind is every acquire of one key: a mutex (m 0), a permit of a
+// semaphore of limit (modePermit), or a side of a read/write lock, with
+// base as the settings opts change. Every kind waits the same way: in this
+// Client's local queue for the key (and side), its head alone asking Redis,
+// then in the lock's wait queue in Redis, granted at a release.
+func (c *Client) acquireKind(ctx context.Context, key string, m sharedMode, limit int, try bool, base acquireConfig, opts []AcquireOption) (*Lease, error) {
 	if err := c.usable(key); err != nil {
 		return nil, err
+	}
+	var n redisNames
+	if m == 0 {
+		n = c.names(key)
+	} else {
+		if _, ok := c.b.(*primary); !ok {
+			return nil, fmt.Errorf("%w: a %s on a Redlock Client", ErrUnsupported, m.kind())
+		}
+		if m == modePermit && (limit < 1 || limit > MaxPermits) {
+			return nil, fmt.Errorf("%w: a semaphore has 1 to %d permits, got %d", ErrInvalidOption, MaxPermits, limit)
+		}
+		n = c.sharedNames(key, m)
 	}
 	cfg, err := acquireConfigFrom(base, opts)
 	if err != nil {
 		return nil, err
 	}
-	n := c.names(key)
 	if outer := c.heldIn(ctx, n.key); outer != nil {
-		if !cfg.reentrant {
+		switch {
+		case m != 0: // Reentrant does not apply: a second permit or side would wait for itself
+			return nil, fmt.Errorf("%w: %q (%s)", ErrWouldDeadlock, key, m.kind())
+		case !cfg.reentrant:
 			return nil, fmt.Errorf("%w: %q", ErrWouldDeadlock, key)
 		}
 		return outer.nest(ctx, cfg.name), nil
 	}
 	a := &acquisition{} // filled in place: returning it from begin would move it to the heap
-	c.begin(a, ctx, key, n, cfg, try, 0, 0)
+	c.begin(a, ctx, key, n, cfg, try, m, limit)
 	switch {
 	case try:
 		err = a.once()
 	case cfg.noWait:
-		if h, busy := c.localBusy(n.key); busy {
+		if h, busy := c.localBusy(n); busy {
 			// Held or queued for inside this Client, and the holder known:
 			// refuse without a round trip, but tell the Observer whom we
 			// met, as an attempt would. (With nobody known yet, the one
@@ -236,7 +265,8 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 			a.c.releaseAfter(a.names, a.req.token, err)
 			if a.req.queue != "" { // and it may have queued us in Redis
 				a.queued = true
-				a.c.inWaitQueue(a.names.key, true)
+				a.c.inWaitQueue(a.names.queue, true)
+				errors.As(err, &a.abandoned) // a leave of the queue must follow it
 			}
 		}
 		return false, a.callErr(ctx, err)
@@ -245,13 +275,19 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		rep.holder.Seen = time.Now()
 		a.holder, a.last = rep.holder, rep
 		a.queued = a.queued || a.req.queue != ""
-		a.c.refused(a.names.key, a.req.queue != "", rep.holder)
+		a.c.refused(a.names.queue, a.req.queue != "", rep.holder)
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
 	}
-	if a.queued {
+	if a.queued || rep.requeued {
+		// Taking the lock left the wait queue, unless the queue kept a
+		// place there for the callers behind this one (requeued).
 		a.queued = false
-		a.c.inWaitQueue(a.names.key, false) // taking the lock left the wait queue
+		if rep.requeued {
+			a.c.requeued(a.names.queue)
+		} else {
+			a.c.inWaitQueue(a.names.queue, false)
+		}
 	}
 	if time.Since(sent) >= a.cfg.ttl-a.c.b.drift(a.cfg.ttl) {
 		a.c.releaseLater(a.names, a.req.token)
@@ -262,7 +298,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		// Redis answered (late): never "no answer within the wait budget".
 		return false, unavailable("acquire", a.key, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
 	}
-	a.fence, a.sent = rep.fence, sent
+	a.fence, a.sent, a.place = rep.fence, sent, rep.place
 	return true, nil
 }
 
@@ -301,12 +337,7 @@ func (a *acquisition) budgetOver(cause error) error {
 // sawHolder: the lock was seen held during this wait, by its own attempts
 // or by its queue (see Client.sawHolder). Only a wait has a budget, so a.w
 // is set: its refused attempts count in the queue (Client.refused).
-func (a *acquisition) sawHolder() bool {
-	if a.w == nil { // a shared lock's wait: its own attempts are all it has
-		return !a.holder.Seen.IsZero()
-	}
-	return a.c.sawHolder(a.names.key, a.w)
-}
+func (a *acquisition) sawHolder() bool { return a.c.sawHolder(a.names.queue, a.w) }
 
 // ctxErr is the error of an acquire that the caller's context ended. A
 // call can fail at the context's deadline (go-redis makes it the socket
@@ -350,13 +381,17 @@ func (e *ctxEndedError) Unwrap() error { return e.err }
 const ctxLag = time.Second
 
 func (a *acquisition) notAcquired(h Holder) error {
-	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, Limit: a.req.limit}
+	return &NotAcquiredError{Key: a.key, Holder: h, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, Limit: a.req.limit, Promised: a.promised(h)}
 }
+
+// promised: h is the earlier waiter Redis last named to this caller (see
+// NotAcquiredError.Promised), not a holder.
+func (a *acquisition) promised(h Holder) bool { return a.last.promised && sameHolder(h, a.last.holder) }
 
 // timeout: the lock was seen held and the budget ran out; cause is what
 // the attempt the budget cut got (nil when none was in flight).
 func (a *acquisition) timeout(cause error) error {
-	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, Limit: a.req.limit, timeout: true, cause: cause}
+	return &NotAcquiredError{Key: a.key, Holder: a.holder, Waited: time.Since(a.info.Start), Nodes: a.last.quorum, Limit: a.req.limit, Promised: a.promised(a.holder), timeout: true, cause: cause}
 }
 
 // errNoAnswer: the wait budget ran out while Redis had not answered the
@@ -413,7 +448,11 @@ func (a *acquisition) wait() (err error) {
 		c.obs.Contended(a.octx, a.info, holder, 0)
 	}
 	a.w = w
-	defer func() { c.dequeue(a.names, w, err == nil, a.asHolder()) }()
+	defer func() {
+		if id := c.dequeue(a.names, w, err == nil, a.asHolder(), a.place); id != "" {
+			a.leaveQueue(id)
+		}
+	}()
 
 	// Attempts run in the Observer's context (Redis client spans nest under
 	// the acquire span), bounded by the wait budget too; the same context's
@@ -463,22 +502,32 @@ func (a *acquisition) wait() (err error) {
 		}
 		return fallback.C
 	}
+	// A head whose queue the caller before it kept in Redis's wait queue
+	// (a shared lock's, see queuedFor) waits for its grant first.
+	queued := c.queuedFor(a.names.queue)
 	for {
-		// As the head, attempt under the queue's id once it has one: a
-		// refusal then queues the process in the lock's wait queue in Redis
-		// (never under Redlock, where a grant would need a majority round
-		// of its own: canHandoff).
-		a.req.queue = c.beforeAttempt(a.names.key)
-		if wake != nil {
-			drain(wake)
-		}
-		drain(w.turn)
-		ok, err := a.attempt(actx)
-		if errors.Is(err, errLateReply) && ctxEnded(actx) == nil {
-			continue // Redis was slow, not taken: try again within the budget
-		}
-		if err != nil || ok {
+		if err := a.over(budget); err != nil {
+			// Turned head as the acquire ended (a select picks any ready
+			// case): no attempt, and nothing to give back for it.
 			return err
+		}
+		if !queued {
+			// As the head, attempt under the queue's id once it has one: a
+			// refusal then queues the process in the lock's wait queue in
+			// Redis (never under Redlock, where a grant would need a
+			// majority round of its own: canHandoff).
+			a.req.queue, a.req.place, a.req.more = c.beforeAttempt(a.names.queue)
+			if wake != nil {
+				drain(wake)
+			}
+			drain(w.turn)
+			ok, err := a.attempt(actx)
+			if errors.Is(err, errLateReply) && ctxEnded(actx) == nil {
+				continue // Redis was slow, not taken: try again within the budget
+			}
+			if err != nil || ok {
+				return err
+			}
 		}
 		if wake == nil {
 			if wake, err = c.subscribe(a.names); err != nil {
@@ -486,10 +535,13 @@ func (a *acquisition) wait() (err error) {
 			}
 		}
 		retry := c.b.retryDelay(a.last)
-		if a.req.queue != "" {
+		if queued || a.req.queue != "" {
 			// Queued in Redis: refresh the entry, and find a grant whose
 			// message was lost, before the grant ends (queueRefresh).
 			retry = min(retry, queueRefresh(a.cfg.ttl))
+			if queued {
+				retry, queued = queueRefresh(a.cfg.ttl), false
+			}
 		}
 		by, err := a.await(w.turn, wake, arm(retry), budget)
 		switch {
@@ -507,12 +559,38 @@ func (a *acquisition) wait() (err error) {
 	}
 }
 
+// leaveQueue takes this Client's queue (id) out of the lock's wait queue
+// in Redis before the acquire returns: the caller gave up and was the last
+// of its local queue, and a shared lock's entry holds back the callers of
+// other processes (a queued writer keeps every new reader out), so it must
+// be gone when the caller is told it gave up. A grant the queue received
+// meanwhile passes on. The leave follows the queue's last attempt if that
+// one was left in flight, and is bounded by the release timeout; past it,
+// the entry leaves in the background (or expires with its lifetime).
+func (a *acquisition) leaveQueue(id string) {
+	c := a.c
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
+	defer cancel()
+	if ab := a.abandoned; ab != nil {
+		select {
+		case <-ab.done:
+		case <-ctx.Done():
+			c.background(func() {
+				<-ab.done
+				c.giveBack(a.names, id)
+			})
+			return
+		}
+	}
+	_, _ = c.b.release(ctx, a.names, id, false)
+}
+
 // metWhileQueued reports the holders w's queue met while w waited behind
 // another caller (Contended, attempt 0), once each, but reported: the
 // local holder w queued behind, already reported by wait. It runs on the
 // acquire's goroutine, like every acquire event.
 func (a *acquisition) metWhileQueued(w *waiter, reported Holder) {
-	hs := a.c.metWhileQueued(a.names.key, w)
+	hs := a.c.metWhileQueued(a.names.queue, w)
 	for _, h := range hs {
 		if !reported.Seen.IsZero() && sameHolder(h, reported) {
 			continue
@@ -530,6 +608,20 @@ const (
 	byWake                 // a notification (release message, subscription confirmed)
 	byTimer                // the timer given
 )
+
+// over returns the error the acquire ends with if it is over already
+// (ctx ended, the wait budget ran out, the Client closed), else nil.
+func (a *acquisition) over(budget <-chan struct{}) error {
+	select {
+	case <-a.ctx.Done():
+	case <-budget:
+	case <-a.c.closing:
+	default:
+		return nil
+	}
+	_, err := a.await(nil, nil, nil, budget)
+	return err
+}
 
 // await blocks until turn, wake or timer fires (a nil channel is not
 // listened to), or the acquire is over: ctx ended, the wait budget ran
@@ -660,7 +752,7 @@ func (l *Lease) closedAtBirth() error {
 	l.state = stateClosed
 	l.cancel(ErrClosed)
 	l.c.obs.Lost(l.ctx, l.info(), ErrClosed)
-	l.c.localRelease(l.names.key)
+	l.c.localRelease(l.names.queue)
 	l.releaseLater()
 	return ErrClosed
 }

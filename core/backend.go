@@ -64,6 +64,13 @@ type acquireReq struct {
 	// does not queue: TryAcquire, NoWait, and a queue's attempts until one
 	// meets the lock held; notifyOnly for a Redlock waiter).
 	queue string
+	// place (the read side) is the pass of the reader admitted at the head
+	// of the caller's local queue, which the callers queued behind it share
+	// (keyQueue.pass); 0: none. more (shared locks): callers of the same
+	// local queue wait behind this one, so its queue keeps its place in the
+	// lock's wait queue once this caller is in.
+	place int64
+	more  bool
 }
 
 // notifyOnly is the queue id of a waiter that has no place in the lock's
@@ -85,6 +92,16 @@ type acquireReply struct {
 	// queued (handoff only): other processes' waiters are in the lock's
 	// wait queue, so the run of local hand-offs ends soon.
 	queued bool
+	// place (the read side, acquired): the reader's place in the lock's
+	// order, for the pass of the readers queued behind it in this Client;
+	// requeued (shared locks, acquired): the caller's queue is in the
+	// lock's wait queue for the callers behind it (acquireReq.more).
+	place    int64
+	requeued bool
+	// promised (shared locks, refused): what stood in the way was a grant
+	// to an earlier waiter (holder names its process) or, for a reader, a
+	// writer queued before it, not a holder at work.
+	promised bool
 	// Redlock only: which nodes refused, and whether nobody held a majority.
 	quorum *QuorumError
 	split  bool

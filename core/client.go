@@ -22,10 +22,7 @@ type Client struct {
 	ownerArg any
 
 	qmu    sync.Mutex
-	queues map[string]*keyQueue // by Redis key
-	// shared: the waits on semaphores and read/write locks, by Redis key
-	// (shared.go); guarded by qmu.
-	shared map[string]*sharedWait
+	queues map[string]*keyQueue // by local queue (redisNames.queue)
 
 	ren *renewer
 

@@ -13,12 +13,9 @@ func tables(client any) map[string]int {
 		return nil
 	}
 	c.qmu.Lock()
-	queues, waiters, shared := len(c.queues), 0, len(c.shared)
+	queues, waiters := len(c.queues), 0
 	for _, q := range c.queues {
 		waiters += len(q.waiters)
-	}
-	for _, sw := range c.shared {
-		waiters += sw.refs
 	}
 	c.qmu.Unlock()
 
@@ -36,7 +33,7 @@ func tables(client any) map[string]int {
 	leases, pending := len(c.ren.h), len(c.ren.pending)
 	c.ren.mu.Unlock()
 
-	return map[string]int{"queues": queues, "shared": shared, "waiters": waiters, "subscriptions": subs, "leases": leases, "renewals": pending}
+	return map[string]int{"queues": queues, "waiters": waiters, "subscriptions": subs, "leases": leases, "renewals": pending}
 }
 
 // hubs lists the classic pub/sub hubs of c's backend: one for a single

@@ -112,9 +112,14 @@ type NotAcquiredError struct {
 	// Nodes (Redlock only) names the nodes that refused or failed.
 	Nodes *QuorumError
 	// Limit is the semaphore's number of permits when every one of them was
-	// held (the Holder is then the one whose permit frees first); 0 for the
-	// other kinds of lock. Classify makes it OutcomeLimited.
+	// held or promised; 0 for the other kinds of lock. Classify makes it
+	// OutcomeLimited.
 	Limit int
+	// Promised: what stood in the way was not a holder at work but an
+	// earlier waiter: a permit or side that a release granted to another
+	// process's queue (Holder names that process's owner id), or, for a
+	// reader, a writer queued before it (first come, first served).
+	Promised bool
 
 	timeout bool  // the wait budget ran out (rather than a single attempt failing)
 	cause   error // the mixed case: the retry the budget cut unanswered; see ErrNotAcquired
@@ -127,10 +132,14 @@ func (e *NotAcquiredError) Timeout() bool { return e.timeout }
 func (e *NotAcquiredError) Error() string {
 	msg := fmt.Sprintf("lockkit: lock %q held by another owner", e.Key)
 	switch {
+	case e.Limit > 0 && e.Promised:
+		msg = fmt.Sprintf("lockkit: all %d permits of %q held, the last one freed promised to an earlier waiter (%s)", e.Limit, e.Key, e.Holder.Owner)
+	case e.Promised:
+		msg = fmt.Sprintf("lockkit: lock %q goes to an earlier waiter first (%s)", e.Key, e.Holder.Owner)
 	case e.Limit > 0:
 		msg = fmt.Sprintf("lockkit: all %d permits of %q held", e.Limit, e.Key)
 		if e.Holder.Owner != "" {
-			msg += fmt.Sprintf(" (the first to free: %s, ttl %v)", e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
+			msg += fmt.Sprintf(" (one by %s; the first can expire in %v)", e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))
 		}
 	case e.Holder.Owner != "":
 		msg = fmt.Sprintf("lockkit: lock %q held by %s (ttl %v)", e.Key, e.Holder.Owner, e.Holder.TTL.Round(time.Millisecond))

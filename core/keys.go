@@ -85,8 +85,14 @@ type redisNames struct {
 	key     string // the lock hash
 	channel string // release notifications
 	// kind is the structure at key: a mutex's lock hash, or a shared hash
-	// (semaphore, read/write lock) whose scripts differ (shared.go).
+	// (semaphore, read/write lock) whose scripts differ (shared.go); side
+	// is what a shared lock's callers ask for (a permit, read, write).
 	kind lockKind
+	side sharedMode
+	// queue names this Client's local queue for the lock: the Redis key,
+	// and for a read/write lock the key and the side (each side waits in
+	// its own queue).
+	queue string
 	// key and channel boxed once as script arguments, shared by the
 	// acquire, release and extend calls of one lease.
 	keyArg, channelArg any
@@ -120,7 +126,7 @@ func (c *Client) namesIn(key, short, long string) redisNames {
 		split := len(c.cfg.prefix) + 1 + len(layoutVersion) + 1 + len(kind) + len(tail)
 		n = namesOf(both[:split], both[split:])
 	}
-	n.user = key
+	n.user, n.queue = key, n.key
 	return n
 }
 

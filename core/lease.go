@@ -209,7 +209,7 @@ func (l *Lease) lose(cause error) {
 	// expiry is later than our deadline, or Redis was only frozen), free it
 	// now rather than at its TTL. It never extends anything.
 	l.releaseLater()
-	l.c.localRelease(l.names.key)
+	l.c.localRelease(l.names.queue)
 	l.c.obs.Lost(l.ctx, l.info(), cause)
 }
 
@@ -290,12 +290,18 @@ func (l *Lease) Release(ctx context.Context) error {
 		} else {
 			err = handoffUnconfirmed(l.key)
 		}
-		c.localRelease(l.names.key)
+		c.localRelease(l.names.queue)
 		c.obs.Released(l.ctx, l.info(), err)
 		return err
 	}
-	ok, err := c.b.release(bctx, l.names, l.token, l.keepsExpiry())
-	c.localRelease(l.names.key)
+	var ok, elsewhere bool
+	var err error
+	if p, shared := c.b.(*primary); shared && l.names.kind != kindMutex {
+		ok, elsewhere, err = p.releaseShared(bctx, l.names, l.token, c.queueID(l.names.queue))
+	} else {
+		ok, err = c.b.release(bctx, l.names, l.token, l.keepsExpiry())
+	}
+	c.localReleased(l.names.queue, elsewhere)
 	switch {
 	case err != nil:
 		err = c.callErr(ctx, "release", l.key, err)

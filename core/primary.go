@@ -114,14 +114,7 @@ func ms(d time.Duration) int64 {
 func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acquireReply, error) {
 	life, grant := queueArgs(r.ttl)
 	if n.kind != kindMutex {
-		if !r.wait {
-			life = 0
-		}
-		v, err := p.run(ctx, sharedAcquireScript, []string{n.key}, r.token, ms(r.ttl), r.owner, r.meta, string(r.mode), r.limit, life).Result()
-		if err != nil {
-			return acquireReply{}, err
-		}
-		return parseAcquire(v)
+		return p.acquireShared(ctx, n, r, life, grant)
 	}
 	// The whole EVALSHA (its first two slots filled by eval), ending with
 	// acquire.lua's arguments: the last three only for a caller that
@@ -147,9 +140,40 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 	return parseAcquire(v)
 }
 
+// acquireShared runs shared_acquire.lua: one attempt on a semaphore or a
+// side of a read/write lock.
+func (p *primary) acquireShared(ctx context.Context, n redisNames, r acquireReq, life, grant any) (acquireReply, error) {
+	args := []any{r.token, ms(r.ttl), r.owner, r.meta, string(r.mode), r.limit, n.channel, r.queue, life, grant, "", ""}
+	if r.place > 0 {
+		args[10] = r.place
+	}
+	switch {
+	case r.queue == "":
+		args = args[:8]
+	case r.more:
+		args[11] = "1"
+	}
+	res, err := p.run(ctx, sharedAcquireScripts.on(p.sharded), []string{n.key}, args...).Slice()
+	if err != nil {
+		return acquireReply{}, err
+	}
+	switch {
+	case len(res) >= 4 && asInt(res[0]) == 1 && asInt(res[1]) > 0:
+		return acquireReply{ok: true, fence: asInt(res[1]), place: asInt(res[2]), requeued: asInt(res[3]) == 1}, nil
+	case len(res) >= 6 && asInt(res[0]) == 0:
+		why := asString(res[5])
+		return acquireReply{promised: why == "p" || why == "q", holder: Holder{
+			Owner:    asString(res[1]),
+			Metadata: asString(res[2]),
+			TTL:      time.Duration(asInt(res[3])) * time.Millisecond,
+			Token:    asInt(res[4]),
+		}}, nil
+	}
+	return acquireReply{}, fmt.Errorf("lockkit: unexpected acquire reply %v", res)
+}
+
 // parseAcquire reads acquire.lua's reply: the fence when acquired (a
-// decimal string; shared_acquire.lua sends an integer), the holder's
-// description when not.
+// decimal string), the holder's description when not.
 func parseAcquire(v any) (acquireReply, error) {
 	switch x := v.(type) {
 	case string:
@@ -176,8 +200,8 @@ func parseAcquire(v any) (acquireReply, error) {
 
 func (p *primary) release(ctx context.Context, n redisNames, token string, keepExpiry bool) (bool, error) {
 	if n.kind != kindMutex {
-		v, err := p.run(ctx, sharedReleaseScripts.on(p.sharded), []string{n.key}, token, n.channel, fenceKeepMs).Int64()
-		return err == nil && v == 1, err
+		ok, _, err := p.releaseShared(ctx, n, token, "")
+		return ok, err
 	}
 	argv := []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs}
 	if keepExpiry {
@@ -185,6 +209,19 @@ func (p *primary) release(ctx context.Context, n redisNames, token string, keepE
 	}
 	v, err := p.eval(ctx, releaseScripts.on(p.sharded), argv).Int64()
 	return err == nil && v >= 1, err
+}
+
+// releaseShared runs shared_release.lua for token (a lease's, or a queue
+// id leaving the wait queue); queue is the releasing Client's queue id for
+// the lock and side. elsewhere: what it freed went to other processes'
+// queues only.
+func (p *primary) releaseShared(ctx context.Context, n redisNames, token, queue string) (released, elsewhere bool, err error) {
+	kind := "s"
+	if n.kind == kindRW {
+		kind = "rw"
+	}
+	v, err := p.run(ctx, sharedReleaseScripts.on(p.sharded), []string{n.key}, token, n.channel, fenceKeepMs, kind, queue).Int64()
+	return err == nil && v >= 1, v == 2, err
 }
 
 func (p *primary) handoff(ctx context.Context, n redisNames, from string, to acquireReq) (acquireReply, error) {

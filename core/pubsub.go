@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,42 +43,73 @@ type waiters struct {
 	// sent: the hub subscribed the channel (and did not unsubscribe since);
 	// isConfirmed: the server confirmed it on the current connection.
 	sent, isConfirmed bool
-	// wake gets a value on each release message and each (re)confirmation.
-	wake chan struct{}
-	// id is the subscribing queue's id in the lock's wait queue ("" when
-	// it has none): a grant to another queue does not wake it.
-	id string
+	// rcv are the local queues listening: one, or a read/write lock's two
+	// sides, which share the lock's channel.
+	rcv []receiver
 }
 
-// add takes a reference for a waiter; the first one's wake and id are
-// used. kick: the channel is not subscribed yet, the hub's writer must.
+// receiver is one local queue listening on a channel: its wake channel
+// gets a value on each release message (a grant to another queue than
+// id excepted: see grantedElsewhere) and each (re)confirmation; id is its
+// queue's id in the lock's wait queue ("" when it has none).
+type receiver struct {
+	wake chan struct{}
+	id   string
+	refs int
+}
+
+// add takes a reference for a waiter. kick: the channel is not subscribed
+// yet, the hub's writer must.
 func (w *waiters) add(wake chan struct{}, id string) (kick bool) {
-	if w.refs == 0 {
-		w.wake, w.id = wake, id
+	i := slices.IndexFunc(w.rcv, func(r receiver) bool { return r.wake == wake })
+	if i < 0 {
+		i = len(w.rcv)
+		w.rcv = append(w.rcv, receiver{wake: wake, id: id})
 	}
+	w.rcv[i].refs++
 	w.refs++
 	if w.isConfirmed && w.sent {
 		// Still subscribed from an earlier waiter: a release may have been
 		// announced before this wake channel was registered, so retry once.
-		w.poke()
+		poke(wake)
 	}
 	return !w.sent
 }
 
-// drop gives a reference back; kick: the last one, the writer unsubscribes.
-func (w *waiters) drop() (kick bool) {
+// drop gives wake's reference back; kick: the last one, the writer
+// unsubscribes.
+func (w *waiters) drop(wake chan struct{}) (kick bool) {
+	if i := slices.IndexFunc(w.rcv, func(r receiver) bool { return r.wake == wake }); i >= 0 {
+		if w.rcv[i].refs--; w.rcv[i].refs == 0 {
+			w.rcv = slices.Delete(w.rcv, i, i+1)
+		}
+	}
 	w.refs--
 	return w.refs == 0
 }
 
-func (w *waiters) poke() { poke(w.wake) }
-
-// deliver pokes the waiter for a release message (see grantedElsewhere).
-func (w *waiters) deliver(payload string) {
-	if !grantedElsewhere(payload, w.id) {
-		w.poke()
+func (w *waiters) poke() {
+	for _, r := range w.rcv {
+		poke(r.wake)
 	}
 }
+
+// deliver pokes the waiters for a release message (see grantedElsewhere).
+func (w *waiters) deliver(payload string) {
+	for _, r := range w.rcv {
+		if !grantedElsewhere(payload, r.id) {
+			poke(r.wake)
+		}
+	}
+}
+
+// listener is one local queue's reference on a channel (waitSub).
+type listener struct {
+	unsub func(wake chan struct{})
+	wake  chan struct{}
+}
+
+func (l listener) unsubscribe() { l.unsub(l.wake) }
 
 // subscription is one channel's state; its fields are guarded by hub.mu.
 type subscription struct {
@@ -120,14 +152,14 @@ func (h *hub) subscribe(channel string, wake chan struct{}, id string) (waitSub,
 	if s.add(wake, id) {
 		h.kickWriter()
 	}
-	return s, nil
+	return listener{s.unsubscribe, wake}, nil
 }
 
-func (s *subscription) unsubscribe() {
+func (s *subscription) unsubscribe(wake chan struct{}) {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s.drop() {
+	if s.drop(wake) {
 		h.kickWriter()
 	}
 }

@@ -127,14 +127,14 @@ func (h *shardHub) subscribe(channel string, wake chan struct{}, id string) (wai
 	if s.add(wake, id) {
 		h.kickWriter()
 	}
-	return s, nil
+	return listener{s.unsubscribe, wake}, nil
 }
 
-func (s *shardSub) unsubscribe() {
+func (s *shardSub) unsubscribe(wake chan struct{}) {
 	h := s.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s.drop() {
+	if s.drop(wake) {
 		h.kickWriter()
 	}
 }

@@ -105,6 +105,16 @@ type keyQueue struct {
 	// subscription confirmations); the head waits on it. Made on the first
 	// subscription: an uncontended acquire needs none.
 	wake chan struct{}
+	// pass is the place of the last reader admitted at the head of a read
+	// side's queue; the passLeft callers queued behind it then may use it
+	// (beforeAttempt): they go in before any writer that queued after it,
+	// as readers that waited before a writer do.
+	pass     int64
+	passLeft int
+	// skip: the last caller to go in kept the queue's place in Redis's
+	// wait queue (requeued) and nothing was freed for it since; the next
+	// head waits for its grant before it asks (queuedFor).
+	skip bool
 	// w0 and buf hold the first waiter of a new queue and the waiters'
 	// first slot, so the uncontended acquire allocates the queue once.
 	w0  waiter
@@ -203,11 +213,11 @@ type grant struct {
 }
 
 func (c *Client) queue(n redisNames) *keyQueue {
-	q := c.queues[n.key]
+	q := c.queues[n.queue]
 	if q == nil {
 		q = &keyQueue{names: n}
 		q.waiters = q.buf[:0]
-		c.queues[n.key] = q
+		c.queues[n.queue] = q
 	}
 	return q
 }
@@ -227,9 +237,10 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since tim
 	} else {
 		w = &waiter{}
 	}
-	*w = waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: q.held > 0 || q.contended, since: since}
+	excl := q.names.exclusive()
+	*w = waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: excl && q.held > 0 || q.contended, since: since}
 	q.waiters = append(q.waiters, w)
-	if len(q.waiters) == 1 && q.held == 0 {
+	if len(q.waiters) == 1 && (q.held == 0 || !excl) {
 		w.first = true
 		w.turn <- struct{}{}
 	} else if q.met == nil {
@@ -240,18 +251,21 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since tim
 			q.met.add(q.seen, q.holder)
 		}
 	}
-	if q.held > 0 {
+	if excl && q.held > 0 {
 		holder = q.holder
 	}
 	return w, holder, true
 }
 
 // dequeue removes w after its acquire ended; acquired: it now holds the
-// lock, by its own attempt or by a grant (which the releaser counted).
-func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
+// lock, by its own attempt or by a grant (which the releaser counted);
+// place: a reader's place when admitted, the pass of the readers queued
+// behind it. It returns the queue id the caller must take out of the
+// lock's wait queue in Redis before it returns (see settle), or "".
+func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder, place int64) (leave string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[n.key]
+	q := c.queues[n.queue]
 	c.remove(q, w)
 	switch {
 	case w.grant != nil && !acquired:
@@ -271,8 +285,11 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder) {
 	case acquired:
 		q.held++
 		q.taken(h)
+		if place > 0 { // the readers queued now go in on this reader's place
+			q.pass, q.passLeft = place, len(q.waiters)
+		}
 	}
-	c.settle(n.key, q)
+	return c.settle(n.queue, q)
 }
 
 func (c *Client) remove(q *keyQueue, w *waiter) {
@@ -304,12 +321,12 @@ func (c *Client) takeGrant(w *waiter) *grant {
 // on its way, so the caller sends this one itself (sendHops); else it goes
 // with the next batch.
 func (c *Client) pickHandoff(l *Lease) (g *grant, q *keyQueue, lead bool) {
-	if !c.b.canHandoff() {
+	if !c.b.canHandoff() || l.names.kind != kindMutex {
 		return nil, nil, false
 	}
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q = c.queues[l.names.key]
+	q = c.queues[l.names.queue]
 	if q == nil || q.held != 1 || len(q.waiters) == 0 || (l.grant != nil && l.grant.broken) {
 		return nil, nil, false
 	}
@@ -421,7 +438,7 @@ func (c *Client) finishHandoff(n redisNames, g *grant) {
 	w, remote := g.w, g.rep.queued // remote: other processes wait in Redis
 	ok, maybe := g.replyOK(), g.mayHaveRun()
 	c.qmu.Lock()
-	q := c.queues[n.key] // nil once w's lease ended and nobody else is here
+	q := c.queues[n.queue] // nil once w's lease ended and nobody else is here
 	g.settled = true
 	if q != nil && ok {
 		q.remote = remote
@@ -439,7 +456,7 @@ func (c *Client) finishHandoff(n redisNames, g *grant) {
 		w.grant = nil
 		q.waiters = slices.Insert(q.waiters, 0, w)
 		q.held--
-		c.settle(n.key, q)
+		c.settle(n.queue, q)
 	}
 	c.qmu.Unlock()
 	switch {
@@ -453,15 +470,18 @@ func (c *Client) finishHandoff(n redisNames, g *grant) {
 	}
 }
 
-// localBusy: this Client holds rkey or queues for it, and knows whom for:
-// the local holder, or the holder Redis last named to its queue's head.
-// NoWait refuses then, naming that holder; with nobody known yet (the
-// head's first attempt unanswered) it makes its one attempt instead.
-func (c *Client) localBusy(rkey string) (Holder, bool) {
+// localBusy: callers of this Client queue for n, or a lease of this Client
+// holds it exclusively (a mutex, the write side), and this Client knows
+// whom for: the local holder, or the holder Redis last named to its
+// queue's head. NoWait refuses then, naming that holder; with nobody known
+// yet (the head's first attempt unanswered) it makes its one attempt
+// instead. A permit or the read side held here is no reason: another may
+// be free.
+func (c *Client) localBusy(n redisNames) (Holder, bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[rkey]
-	if q != nil && (q.held > 0 || len(q.waiters) > 0) && q.seen > 0 {
+	q := c.queues[n.queue]
+	if q != nil && (n.exclusive() && q.held > 0 || len(q.waiters) > 0) && q.seen > 0 {
 		return q.holder, true
 	}
 	return Holder{}, false
@@ -546,6 +566,7 @@ func (c *Client) refused(rkey string, queued bool, h Holder) {
 		q.met1(h)
 		q.contended = true
 		q.inRedis = q.inRedis || queued
+		q.passLeft = 0 // a reader refused on the pass: it is spent
 		if q.id == "" && c.b.canHandoff() {
 			// Contended: from the next attempt on, the head waits in
 			// Redis's wait queue under this id (an uncontended acquire
@@ -566,6 +587,32 @@ func (c *Client) inWaitQueue(rkey string, maybe bool) {
 	}
 }
 
+// requeued: a caller of a shared lock's queue rkey went in and kept the
+// queue's place in the lock's wait queue for the callers behind it
+// (acquireReply.requeued); the next head waits for its grant (queuedFor).
+func (c *Client) requeued(rkey string) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[rkey]; q != nil {
+		q.inRedis, q.skip = true, true
+	}
+}
+
+// queuedFor is called by a new head before its first attempt: true when
+// its queue is in the lock's wait queue already, kept there by the caller
+// before it as it went in (acquireReply.requeued): the head then waits for
+// its grant (or its refresh) instead of asking only to be refused.
+func (c *Client) queuedFor(rkey string) bool {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	q := c.queues[rkey]
+	if q == nil || !q.skip || q.passLeft > 0 { // a reader with a pass asks at once
+		return false
+	}
+	q.skip = false
+	return q.inRedis && q.id != ""
+}
+
 // sawHolder reports whether w, queued on rkey, has seen the lock held
 // during its wait: known held when it queued, or seen since by anyone of
 // its queue (an answered attempt, a lease of this Client taking it).
@@ -580,7 +627,13 @@ func (c *Client) sawHolder(rkey string, w *waiter) bool {
 // localRelease: a lease of this Client on rkey ended; the head may go (if
 // the release granted the lock to another process, its attempt queues it
 // in Redis behind that one).
-func (c *Client) localRelease(rkey string) {
+func (c *Client) localRelease(rkey string) { c.localReleased(rkey, false) }
+
+// localReleased is localRelease after a release that says whether what it
+// freed went to other processes' queues only (elsewhere): then a head this
+// Client has in Redis's wait queue already is not woken (it would only be
+// refused; its own grant wakes it).
+func (c *Client) localReleased(rkey string, elsewhere bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[rkey]
@@ -591,45 +644,96 @@ func (c *Client) localRelease(rkey string) {
 		q.held--
 	}
 	q.streak = 0
-	c.settle(rkey, q)
+	if !elsewhere {
+		q.skip = false // freed, or granted to this queue: the head asks
+	}
+	if !elsewhere || !q.inRedis || q.names.exclusive() {
+		// (An exclusive side's head waits for its turn until now; it then
+		// waits for its grant as queuedFor says.)
+		c.wakeHead(q)
+	}
+	c.tidy(rkey, q)
+}
+
+// queueID is the id of this Client's queue rkey in the lock's wait queue
+// in Redis ("" for none).
+func (c *Client) queueID(rkey string) string {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	if q := c.queues[rkey]; q != nil && q.inRedis {
+		return q.id
+	}
+	return ""
 }
 
 // beforeAttempt is called by the head before each attempt: it marks the
 // "held" the head last heard as being asked again (a waiter that queues
 // from now on has not seen it), and returns the id the head attempts
-// under ("" until the queue met the lock held).
-func (c *Client) beforeAttempt(rkey string) (queue string) {
+// under ("" until the queue met the lock held) and, on the read side, the
+// pass it may use (0: none; each caller queued when the pass was made
+// uses it once).
+func (c *Client) beforeAttempt(rkey string) (queue string, place int64, more bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
 		q.contended = false
 		queue = q.id
+		if q.passLeft > 0 {
+			q.passLeft--
+			place = q.pass
+		}
+		more = q.names.kind != kindMutex && len(q.waiters) > 1
 	}
-	return queue
+	return queue, place, more
 }
 
-// settle wakes the head when the lock is not held locally and drops the
-// queue (and its subscription) once nobody waits or holds; c.qmu held.
-func (c *Client) settle(rkey string, q *keyQueue) {
-	if q.held == 0 && len(q.waiters) > 0 {
+// settle wakes the head when the lock is not held locally (or, for a
+// permit or the read side, whenever there is one) and drops the queue (and
+// its subscription) once nobody waits or holds; c.qmu held.
+//
+// When the last waiter has left, the queue leaves Redis's wait queue too,
+// passing on a grant it may have received meanwhile. A mutex's entry holds
+// nobody back (a free mutex is taken by whoever asks; the entry only
+// decides who is granted at a release), so it leaves in the background. A
+// shared lock's entry does (a queued writer keeps new readers out), so
+// settle returns its id for the caller to take out before it returns, and
+// the queue takes a new id if it meets the lock held again.
+func (c *Client) settle(rkey string, q *keyQueue) (leave string) {
+	c.wakeHead(q)
+	return c.tidy(rkey, q)
+}
+
+// wakeHead gives the head its turn if it may ask; c.qmu held.
+func (c *Client) wakeHead(q *keyQueue) {
+	if (q.held == 0 || !q.names.exclusive()) && len(q.waiters) > 0 {
 		select {
 		case q.waiters[0].turn <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// tidy is settle without the head's turn; c.qmu held.
+func (c *Client) tidy(rkey string, q *keyQueue) (leave string) {
 	if len(q.waiters) == 0 && q.sub != nil {
 		q.sub.unsubscribe()
 		q.sub = nil
 	}
 	if len(q.waiters) == 0 && q.inRedis {
-		// Nobody left to confirm a grant: leave Redis's wait queue, and
-		// pass on a grant the queue may have received meanwhile.
 		q.inRedis = false
-		c.releaseLater(q.names, q.id)
+		if q.names.kind == kindMutex {
+			c.releaseLater(q.names, q.id)
+		} else {
+			leave, q.id = q.id, ""
+		}
+	}
+	if len(q.waiters) == 0 {
+		q.passLeft, q.skip = 0, false
 	}
 	if len(q.waiters) == 0 && q.held == 0 {
 		delete(c.queues, rkey)
 	}
+	return leave
 }
 
 // subscribe takes the queue's notification subscription on first use and
@@ -637,7 +741,7 @@ func (c *Client) settle(rkey string, q *keyQueue) {
 func (c *Client) subscribe(n redisNames) (chan struct{}, error) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
-	q := c.queues[n.key]
+	q := c.queues[n.queue]
 	if q.sub == nil {
 		if q.wake == nil {
 			q.wake = make(chan struct{}, 1)

@@ -61,13 +61,18 @@ var (
 	acquireAllLua    string
 	acquireAllScript = newScript(nextFenceLua + acquireAllLua)
 
+	// sharedLibLua keeps a shared lock's books and wait queue, for the
+	// shared scripts that admit and release (see shared_lib.lua).
+	//go:embed scripts/shared_lib.lua
+	sharedLibLua string
+
 	//go:embed scripts/shared_acquire.lua
-	sharedAcquireLua    string
-	sharedAcquireScript = newScript(nextFenceLua + sharedAcquireLua)
+	sharedAcquireLua     string
+	sharedAcquireScripts = newAnnouncer(nextFenceLua + sharedLibLua + sharedAcquireLua)
 
 	//go:embed scripts/shared_release.lua
 	sharedReleaseLua     string
-	sharedReleaseScripts = newAnnouncer(sharedReleaseLua)
+	sharedReleaseScripts = newAnnouncer(nextFenceLua + sharedLibLua + sharedReleaseLua)
 
 	//go:embed scripts/shared_extend.lua
 	sharedExtendLua    string

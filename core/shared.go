@@ -2,14 +2,11 @@ package core
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"time"
 )
 
-// MaxPermits bounds a semaphore's number of permits: every attempt on a
-// semaphore reads all of its holders, so n is a concurrency limit, not a
-// counter.
+// MaxPermits bounds a semaphore's number of permits: n is a concurrency
+// limit, not a counter, and the rare step that reads every holder (when
+// one may have expired) reads at most that many.
 const MaxPermits = 1024
 
 // lockKind is the Redis structure a lease lives in.
@@ -65,9 +62,12 @@ func (m sharedMode) kind() string {
 // Context cancelled with cause ErrLost) when a renewal finds it gone or its
 // local deadline passes, released by Release. A holder that crashed frees
 // its permit when its TTL ends: every permit expires on its own on the
-// server. Waiting is by notification: each release wakes the waiters of the
-// key, which try again, and a permit that frees goes to the one that has
-// waited longest (in any process), not to a newcomer.
+// server. Waiting is a mutex's: callers of one Client queue locally (per
+// key, MaxWaiters bounding it) and only the head asks Redis; a refused
+// head puts its process in the lock's wait queue, and a release grants the
+// permit it frees to the process that has waited longest in the same step,
+// waking only that one (not to a newcomer, nor to every waiter). What Redis
+// does per release does not grow with the number of waiters.
 //
 // Changing N is defined per attempt: an attempt is admitted when fewer
 // than its own N permits are held, whatever N the holders used. Raising N
@@ -122,7 +122,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, opts ...AcquireOption) (*Lea
 // not never. And once a reader waits, no writer that comes after it is
 // admitted: readers queued behind a writer go in together when it
 // releases, before the writers queued after them, so a stream of writers
-// does not starve readers either. Take one from Client.RWLock.
+// does not starve readers either. Each side waits as a mutex does (a local
+// queue per side, the lock's wait queue in Redis, a grant at the release;
+// see Semaphore). Take one from Client.RWLock.
 //
 // Both sides are Leases like a mutex's (renewal, ErrLost, fencing tokens
 // that order grants across readers and writers alike: a writer's token is
@@ -158,197 +160,51 @@ func (rw *RWLock) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 }
 
 // TryLock makes exactly one attempt on the write side; a refused TryLock
-// (or TryRLock, or NoWait) leaves no mark: nobody is held back by it.
+// (or TryRLock, or NoWait) leaves no trace: nobody is held back by it. Nor
+// does a wait that gave up: its place leaves Redis before it returns.
 func (rw *RWLock) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return rw.c.acquireShared(ctx, rw.key, modeWrite, 0, true, opts)
 }
 
-// sharedNames are the Redis names of key's semaphore or read/write lock.
+// sharedNames are the Redis names of key's semaphore or read/write lock,
+// and the local queue of side m.
 func (c *Client) sharedNames(key string, m sharedMode) redisNames {
+	var n redisNames
 	if m == modePermit {
-		n := c.namesIn(key, "sk:", "sh:")
+		n = c.namesIn(key, "sk:", "sh:")
 		n.kind = kindSemaphore
-		return n
+	} else {
+		n = c.namesIn(key, "rk:", "rh:")
+		n.kind = kindRW
 	}
-	n := c.namesIn(key, "rk:", "rh:")
-	n.kind = kindRW
+	n.side, n.queue = m, sharedQueue(n.key, m)
 	return n
 }
 
-// acquireShared is Acquire for the shared kinds. It shares the attempt,
-// the errors and the lease with a mutex's acquire; what differs is the
-// wait: holders are many, so there is no local queue with a single head
-// and no hand-off. Every caller waiting on the key attempts on its own
-// after each wake-up (sharedWait).
+// exclusive: a lease of this Client on n keeps the rest of its local
+// queue waiting (a mutex, the write side); a permit or the read side lets
+// the next caller ask while it holds.
+func (n *redisNames) exclusive() bool { return n.kind == kindMutex || n.side == modeWrite }
+
+// sharedQueue is the local queue of side m of a read/write lock: each side
+// waits in its own queue (the key and a suffix no key can end in twice).
+func sharedQueue(rkey string, m sharedMode) string {
+	if m == modePermit {
+		return rkey
+	}
+	return rkey + "\x00" + string(m)
+}
+
+// acquireShared is Acquire for the shared kinds: the same attempt, local
+// queue, wait in Redis's queue and lease as a mutex's (acquireKind); what
+// differs is what the scripts admit, and that a permit or the read side
+// does not keep the rest of the local queue waiting while a lease of this
+// Client holds it.
 func (c *Client) acquireShared(ctx context.Context, key string, m sharedMode, limit int, try bool, opts []AcquireOption) (*Lease, error) {
-	return c.acquireSharedFrom(ctx, key, m, limit, try, acquireConfig{ttl: c.cfg.ttl}, opts)
+	return c.acquireKind(ctx, key, m, limit, try, acquireConfig{ttl: c.cfg.ttl}, opts)
 }
 
 // acquireSharedFrom is acquireShared with base as the settings opts change.
 func (c *Client) acquireSharedFrom(ctx context.Context, key string, m sharedMode, limit int, try bool, base acquireConfig, opts []AcquireOption) (*Lease, error) {
-	if err := c.usable(key); err != nil {
-		return nil, err
-	}
-	if _, ok := c.b.(*primary); !ok {
-		return nil, fmt.Errorf("%w: a %s on a Redlock Client", ErrUnsupported, m.kind())
-	}
-	if m == modePermit && (limit < 1 || limit > MaxPermits) {
-		return nil, fmt.Errorf("%w: a semaphore has 1 to %d permits, got %d", ErrInvalidOption, MaxPermits, limit)
-	}
-	cfg, err := acquireConfigFrom(base, opts)
-	if err != nil {
-		return nil, err
-	}
-	n := c.sharedNames(key, m)
-	if outer := c.heldIn(ctx, n.key); outer != nil {
-		return nil, fmt.Errorf("%w: %q (%s)", ErrWouldDeadlock, key, m.kind())
-	}
-	a := &acquisition{}
-	c.begin(a, ctx, key, n, cfg, try, m, limit)
-	if try || cfg.noWait {
-		var ok bool
-		if ok, err = a.attempt(a.octx); err == nil && !ok {
-			err = a.notAcquired(a.holder)
-		}
-	} else {
-		a.req.wait = true
-		err = a.waitShared()
-	}
-	return a.end(err)
-}
-
-// waitShared attempts until the shared lock is granted. Between attempts
-// it waits for a wake-up of the key (a release message, a (re)confirmed
-// subscription) or its fallback timer: the time until the first holder's
-// permit expires, and at most queueRefresh, so its mark (its place in the
-// order) stays alive while it waits.
-func (a *acquisition) waitShared() (err error) {
-	c := a.c
-	var budget <-chan struct{}
-	actx := a.octx
-	if !a.budget.IsZero() {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithDeadline(a.octx, a.budget)
-		defer cancel()
-		budget = actx.Done()
-	}
-	var sw *sharedWait
-	var fallback *time.Timer
-	defer func() {
-		if fallback != nil {
-			fallback.Stop()
-		}
-		if sw != nil {
-			c.leaveShared(a.names.key, sw)
-		}
-		if err != nil && a.attempts > 0 {
-			c.releaseLater(a.names, a.req.token) // a waiter that gave up drops its mark
-		}
-	}()
-	var woken <-chan struct{}
-	for {
-		ok, err := a.attempt(actx)
-		if errors.Is(err, errLateReply) && ctxEnded(actx) == nil {
-			continue
-		}
-		if err != nil || ok {
-			return err
-		}
-		if sw == nil {
-			var joined bool
-			if sw, woken, joined, err = c.joinShared(a.names); err != nil {
-				return err
-			}
-			if joined {
-				// Others of this Client were subscribed already: a release
-				// between our attempt and now woke only them. Ask again.
-				continue
-			}
-		}
-		retry := c.b.retryDelay(a.last)
-		retry = min(retry, queueRefresh(a.cfg.ttl)) // keeps its mark, and so its place
-		if fallback == nil {
-			fallback = time.NewTimer(retry)
-		} else {
-			fallback.Reset(retry)
-		}
-		took := false
-		select {
-		case <-woken:
-		case <-sw.wake:
-			took = true // this waiter took the key's wake-up: pass it on
-		case <-fallback.C:
-		case <-a.ctx.Done():
-			return a.ctxErr()
-		case <-budget:
-			if ctxEnded(a.ctx) != nil {
-				return a.ctxErr()
-			}
-			return a.budgetOver(nil)
-		case <-c.closing:
-			return ErrClosed
-		}
-		woken = c.nextWoken(sw, took)
-	}
-}
-
-// sharedWait is the local side of waiting on one shared key: the waiters
-// of this Client share one subscription (the notifier keeps one wake
-// channel per channel), and whichever waiter receives its wake-up closes
-// woken for all of them and replaces it.
-type sharedWait struct {
-	refs  int
-	sub   waitSub
-	wake  chan struct{}
-	woken chan struct{}
-	// what Client.Locks shows of it: the key, its kind, and since when
-	// this Client has had waiters on it without a break.
-	user, kind string
-	since      time.Time
-}
-
-// joinShared takes a reference on rkey's subscription and returns the
-// channel the next wake-up closes; joined: it existed already.
-func (c *Client) joinShared(n redisNames) (sw *sharedWait, woken <-chan struct{}, joined bool, err error) {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if c.shared == nil {
-		c.shared = map[string]*sharedWait{}
-	}
-	sw = c.shared[n.key]
-	if sw != nil {
-		sw.refs++
-		return sw, sw.woken, true, nil
-	}
-	kind := KindSemaphore
-	if n.kind == kindRW {
-		kind = KindRead
-	}
-	sw = &sharedWait{refs: 1, wake: make(chan struct{}, 1), woken: make(chan struct{}), user: n.user, kind: kind, since: time.Now()}
-	if sw.sub, err = c.b.notifications().subscribe(n.channel, sw.wake, ""); err != nil {
-		return nil, nil, false, err
-	}
-	c.shared[n.key] = sw
-	return sw, sw.woken, false, nil
-}
-
-// nextWoken returns the channel the next wake-up of sw will close; took:
-// this waiter received the wake-up, and wakes every other waiter first.
-func (c *Client) nextWoken(sw *sharedWait, took bool) <-chan struct{} {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if took {
-		close(sw.woken)
-		sw.woken = make(chan struct{})
-	}
-	return sw.woken
-}
-
-func (c *Client) leaveShared(rkey string, sw *sharedWait) {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if sw.refs--; sw.refs == 0 {
-		sw.sub.unsubscribe()
-		delete(c.shared, rkey)
-	}
+	return c.acquireKind(ctx, key, m, limit, try, base, opts)
 }

@@ -584,8 +584,9 @@ func TestSharedUnsupportedOnRedlock(t *testing.T) {
 }
 
 // TestSharedLocksAndTables: Client.Locks lists held permits and a shared
-// lock's waiters with their kind, and the per-key wait table empties once
-// nobody waits (a client choosing many distinct keys cannot grow it).
+// lock's waiters with their kind, and the local queues (one per key, as a
+// mutex's) empty once nobody waits or holds (a client choosing many
+// distinct keys cannot grow them).
 func TestSharedLocksAndTables(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testkit.Context(t, 20*time.Second)
@@ -596,13 +597,16 @@ func TestSharedLocksAndTables(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 8)
+	heldOthers := map[int]*core.Lease{}
 	for i := range 8 { // 4 waiters on one key, 1 on each of 4 others
 		key := "exports"
 		if i >= 4 {
 			key = fmt.Sprint("other-", i)
-			if _, err := c.Semaphore(key, 1).Acquire(ctx); err != nil { // full
+			l, err := c.Semaphore(key, 1).Acquire(ctx) // full
+			if err != nil {
 				t.Fatal(err)
 			}
+			heldOthers[i] = l
 		}
 		go func() {
 			_, err := c.Semaphore(key, 1).Acquire(wctx)
@@ -610,8 +614,8 @@ func TestSharedLocksAndTables(t *testing.T) {
 		}()
 	}
 	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return corehook.Tables(c)["waiters"] == 8 })
-	if n := corehook.Tables(c)["shared"]; n != 5 {
-		t.Errorf("%d shared waits, want 5 keys", n)
+	if n := corehook.Tables(c)["queues"]; n != 5 {
+		t.Errorf("%d local queues, want 5 keys", n)
 	}
 	var saw bool
 	for _, s := range c.Locks() {
@@ -628,12 +632,20 @@ func TestSharedLocksAndTables(t *testing.T) {
 			t.Errorf("waiter: %v", err)
 		}
 	}
-	if tb := corehook.Tables(c); tb["shared"] != 0 || tb["waiters"] != 0 {
-		t.Errorf("tables after the waits ended: %v", tb)
+	if tb := corehook.Tables(c); tb["queues"] != 5 || tb["waiters"] != 0 {
+		t.Errorf("tables after the waits ended: %v, want the 5 queues of the permits held and no waiter", tb)
 	}
 	// The hub unsubscribes on its own goroutine.
 	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return corehook.Tables(c)["subscriptions"] == 0 })
 	_ = held.Release(ctx)
+	for i := 4; i < 8; i++ {
+		if l, ok := heldOthers[i]; ok {
+			_ = l.Release(ctx)
+		}
+	}
+	if n := corehook.Tables(c)["queues"]; n != 0 {
+		t.Errorf("%d local queues after every permit was released, want 0", n)
+	}
 }
 
 // TestSemaphoreFIFO: when a permit frees, the waiter that has waited

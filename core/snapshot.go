@@ -21,10 +21,10 @@ func HashKey(key string) string {
 type LockState struct {
 	// Key is the lock key as given to Acquire.
 	Key string
-	// Kind is KindMutex, KindSemaphore, KindRead or KindWrite (a shared
-	// lock's waiters, not held by this Client: KindSemaphore, or KindRead
-	// for a read/write lock, whichever side they wait for). A Client
-	// holding several permits of one semaphore lists one LockState each.
+	// Kind is KindMutex, KindSemaphore, KindRead or KindWrite: what is held,
+	// or waited for. The two sides of a read/write lock are listed apart,
+	// and a Client holding several permits of one semaphore lists one
+	// LockState each (its waiters on the last of them).
 	Kind string
 	// Name is the telemetry name of the holding lease (empty when not held
 	// by this Client, or when none was given).
@@ -51,12 +51,12 @@ type LockState struct {
 // and allocates only here; the list is a moment's picture, not a
 // consistent cut across keys.
 func (c *Client) Locks() []LockState {
-	byKey := map[string]int{} // Redis key → index in out
+	byKey := map[string]int{} // local queue (key, and side) → index in out
 	var out []LockState
 
 	c.ren.mu.Lock()
 	for _, l := range c.ren.h {
-		byKey[l.names.key] = len(out)
+		byKey[l.names.queue] = len(out)
 		out = append(out, LockState{
 			Key: l.key, Kind: l.kind(), Name: l.name, Held: true, Token: l.fence,
 			AcquiredAt: l.acquiredAt, Until: l.deadline(), TTL: l.ttl,
@@ -72,7 +72,7 @@ func (c *Client) Locks() []LockState {
 		i, ok := byKey[rkey]
 		if !ok {
 			i = len(out)
-			out = append(out, LockState{Key: q.names.user, Kind: KindMutex})
+			out = append(out, LockState{Key: q.names.user, Kind: q.names.side.kind()})
 		}
 		s := &out[i]
 		s.Waiters = len(q.waiters)
@@ -81,15 +81,6 @@ func (c *Client) Locks() []LockState {
 				s.OldestWait = w.since
 			}
 		}
-	}
-	for rkey, sw := range c.shared {
-		i, ok := byKey[rkey]
-		if !ok {
-			i = len(out)
-			out = append(out, LockState{Key: sw.user, Kind: sw.kind})
-		}
-		out[i].Waiters += sw.refs
-		out[i].OldestWait = sw.since
 	}
 	c.qmu.Unlock()
 

@@ -49,7 +49,7 @@ func TestGranteeMissedNotification(t *testing.T) {
 	// Lose every message from now on.
 	h := waiter.b.(*primary).hub
 	h.mu.Lock()
-	h.subs[waiter.names("missed").channel].wake = make(chan struct{}, 1)
+	h.subs[waiter.names("missed").channel].rcv[0].wake = make(chan struct{}, 1)
 	h.mu.Unlock()
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)

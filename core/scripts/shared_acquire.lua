@@ -1,140 +1,145 @@
--- shared_acquire.lua: one attempt on a lock that admits several holders at
--- once: a semaphore (at most ARGV[6] permits) or a read/write lock (many
--- readers or one writer, writers first).
+-- shared_acquire.lua: one attempt on a semaphore or a side of a read/write
+-- lock (books, queue and grants: shared_lib.lua, prepended).
 --
--- KEYS[1]  the shared hash (layout v1: <prefix>:v1:s:... or :rw:..., keys.go)
+-- KEYS[1]  the shared hash (<prefix>:v1:sk:... or :rk:..., keys.go)
 -- ARGV[1]  owner token (random per lease)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  owner id (WithOwner)
 -- ARGV[4]  holder metadata (Observer)
 -- ARGV[5]  mode: 's' a permit, 'r' read, 'w' write
--- ARGV[6]  limit (permits; 's' only)
--- ARGV[7]  lifetime of a waiting reader's or writer's mark (ms); 0: a
---          caller that will not wait (TryLock, NoWait) leaves none
+-- ARGV[6]  limit: the permits of a semaphore as this caller counts them; 0 for a side
+-- ARGV[7]  notification channel (a rescan may free capacity, and grant it)
+-- ARGV[8]  queue id: the caller Client's local queue for this lock and
+--          side ('' for a caller that does not queue: TryAcquire, NoWait,
+--          and a queue's attempts until one meets the lock held)
+-- ARGV[9]  entry lifetime (ms) and ARGV[10] grant TTL (ms), with a queue id
+-- ARGV[11] a reader's pass: the place of the reader admitted at the head
+--          of its local queue, which the callers queued behind it then
+--          share ('' for none): they go in before any writer that queued
+--          after that place, as readers queued before a writer go in
+--          together
+-- ARGV[12] '1' when callers of the same local queue wait behind this one
+--          (with a queue id): once this caller is in, the queue keeps (or
+--          takes again) its place in the wait queue for them, in the same
+--          step, so the next of them need not ask only to be queued
 --
--- The hash has, per holder, p<token> = "<expiry ms>:<fence>:<mode>" and
--- d<token> = "<owner id>\n<metadata>"; per waiting writer x<token>, per
--- waiting reader y<token> and per waiter for a permit z<token> =
--- "<expiry ms>:<seq>:<owner id>"; n the last
--- waiting sequence number; f the last fencing token; r the last released
--- token. A holder whose expiry passed is gone (a crashed holder's permit
--- frees itself by expiry, like a mutex's key), and so is a mark: entries
--- are dropped when an attempt meets them. The hash lives as long as its
--- longest entry.
+-- Admission: a permit while fewer than the caller's limit are held; a
+-- reader while no writer holds and none is queued (before its pass); a
+-- writer while nobody holds. Grants included: capacity a waiter can use is
+-- granted to it at once (settle), so a newcomer cannot take it. A refused
+-- caller with a queue id puts its process in the queue (or refreshes its
+-- entry, keeping the place); a grant to that queue is taken by its next
+-- attempt, which confirms it: the grant's fence, the caller's own TTL.
 --
--- Waiters for a permit are served in the order they started waiting (z
--- marks, like the sides' below): a permit that frees goes to the one
--- waiting longest, not to a newcomer or a luckier waiter.
---
--- Readers and writers are served in the order they started waiting (their
--- seq, taken at their first refusal and kept by every later attempt while
--- their mark lives): a reader is not admitted while a writer that waits
--- longer than it (or at all, for a reader that has not waited) is queued,
--- and a writer is not admitted while a reader that waits longer than it
--- does. So a writer waits for the readers already in and those queued
--- before it, never for a stream of new ones; and readers queued behind one
--- writer go in together when it releases, before the writers after them.
--- A writer or reader that takes the lock drops its own mark.
---
--- Returns the fence when the caller holds a permit / the lock now (also for
--- a re-send of an attempt that already succeeded: same token, its expiry
--- refreshed), or {0, owner, metadata, ms until it frees, fence} naming the
--- live holder that expires first (a waiter queued ahead when only marks
--- stand in the way: owner id, no metadata, its mark's remaining life,
--- fence 0).
+-- Returns {1, fence, place, queued} when the caller holds a permit / the
+-- side now (also for a re-send of an attempt that got in: same token, its
+-- expiry refreshed); place is a reader's place for its local queue's pass
+-- (0 for the others), queued 1 when its queue is in the wait queue now. Otherwise {0, owner, metadata, ms until the first holder can
+-- expire, fence, why}, naming what stood in the way, why: 'h' a holder,
+-- 'p' a grant promised to an earlier waiter (its owner id), 'q' a writer
+-- queued before the reader (its owner id, fence 0).
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local all = redis.call('HGETALL', KEYS[1])
-local mode, ttl = ARGV[5], tonumber(ARGV[2])
-local live, writer, mine, last = 0, false, nil, nil
-local first, firstExp, firstFence = nil, nil, nil
-local myMark, myseq = nil, nil
-local wq, rq, sq = nil, nil, nil -- the longest-waiting other writer / reader / permit: {seq, exp, owner}
-local gone, maxExp = {}, 0
-for i = 1, #all, 2 do
-  local k, v = all[i], all[i + 1]
-  local c = string.sub(k, 1, 1)
-  if k == 'f' then
-    last = v
-  elseif c == 'p' then
-    local exp, fence, m = string.match(v, '^(%d+):(%d+):(%a)$')
-    exp = tonumber(exp)
-    local tok = string.sub(k, 2)
-    if exp < now then
-      gone[#gone + 1] = k
-      gone[#gone + 1] = 'd' .. tok
-    elseif tok == ARGV[1] then
-      mine = fence
-    else
-      live = live + 1
-      if m == 'w' then writer = true end
-      if exp > maxExp then maxExp = exp end
-      if not first or exp < firstExp then first, firstExp, firstFence = tok, exp, fence end
-    end
-  elseif c == 'x' or c == 'y' or c == 'z' then
-    local exp, seq, owner = string.match(v, '^(%d+):(%d+):(.*)$')
-    exp, seq = tonumber(exp), tonumber(seq)
-    if exp < now then
-      gone[#gone + 1] = k
-    elseif string.sub(k, 2) == ARGV[1] then
-      myMark, myseq = k, seq
-      if exp > maxExp then maxExp = exp end
-    else
-      if exp > maxExp then maxExp = exp end
-      local w = {seq, exp, owner}
-      if c == 'x' and (not wq or seq < wq[1]) then wq = w end
-      if c == 'y' and (not rq or seq < rq[1]) then rq = w end
-      if c == 'z' and (not sq or seq < sq[1]) then sq = w end
-    end
+local now = now_ms(t)
+local tok, ttl, mode, channel, q = ARGV[1], tonumber(ARGV[2]), ARGV[5], ARGV[7], ARGV[8]
+local b, stale
+if q ~= '' then
+  b, stale = books(now, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q)
+else
+  b, stale = books(now, 'p' .. tok)
+end
+if stale then
+  settle(b, mode ~= 's', now, t, channel)
+end
+
+-- enqueue puts q's process at the end of its list in the wait queue, or
+-- refreshes its entry (keeping its place); the entry lives until exp.
+local function enqueue(exp)
+  local at = fetch('I' .. q)
+  local place = at and string.match(fetch('Q' .. at) or '', '^[^:]*:(%d+):')
+  if not place then
+    local seq = (b['T' .. mode] or 0) + 1
+    b['T' .. mode] = seq
+    b['H' .. mode] = b['H' .. mode] or seq
+    b.S = (b.S or 0) + 1
+    at, place = mode .. seq, b.S
+    put('I' .. q, at)
+  end
+  put('Q' .. at, q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3])
+  keep(b, exp)
+end
+
+local function admit(fence, place)
+  put('p' .. tok, (now + ttl) .. ':' .. fence .. ':' .. mode)
+  put('d' .. tok, ARGV[3] .. '\n' .. ARGV[4])
+  keep(b, now + ttl)
+  local queued = 0
+  if q ~= '' and ARGV[12] == '1' then -- the callers behind it keep a place
+    enqueue(now + tonumber(ARGV[9]))
+    queued = 1
+  elseif q ~= '' then
+    leave(b, q)
+  end
+  finish(b, now)
+  return {1, fence, place, queued}
+end
+
+local mine = fetch('p' .. tok)
+if mine then -- a re-send of an attempt that got in: same fence, expiry refreshed
+  return admit(string.match(mine, '^%d+:(%d+):'), 0)
+end
+if q ~= '' then -- a grant to this caller's queue: this attempt confirms it
+  local g, gplace = fetch('p' .. q, 'A' .. q)
+  if g then
+    drop('p' .. q)
+    drop('d' .. q)
+    drop('A' .. q)
+    if b.W == q then b.W = tok end
+    if b.L == q then b.L = tok end
+    if b.P == q then b.P = '' end
+    return admit(string.match(g, '^%d+:(%d+):'), tonumber(gplace or '0'))
   end
 end
--- ahead: a waiter of the other side queued before this caller
-local function ahead(q)
-  return q and (not myseq or q[1] < myseq)
-end
-if #gone > 0 then
-  redis.call('HDEL', KEYS[1], unpack(gone))
-end
-local function keep(exp)
-  if exp > maxExp then maxExp = exp end
-  redis.call('PEXPIRE', KEYS[1], math.max(maxExp - now, 1))
-end
-if mine then -- a re-send, or a renewal that raced: refresh, same fence
-  redis.call('HSET', KEYS[1], 'p' .. ARGV[1], (now + ttl) .. ':' .. mine .. ':' .. mode)
-  keep(now + ttl)
-  return tonumber(mine)
-end
-local ok, blocker
+
+local pass = tonumber(ARGV[11] or '')
+local ok, why, who, wq = false, 'h', b.L, nil
 if mode == 's' then
-  ok = live < tonumber(ARGV[6]) and not ahead(sq)
-  blocker = ahead(sq) and sq
+  ok = b.C < tonumber(ARGV[6])
 elseif mode == 'r' then
-  ok = not writer and not ahead(wq)
-  blocker = ahead(wq) and wq
+  if b.W ~= '' then
+    who = b.W
+  else
+    wq = head(b, 'w', now)
+    ok = not wq or (pass ~= nil and wq.place > pass)
+    if not ok then why = 'q' end
+  end
 else
-  ok = live == 0 and not ahead(rq)
-  blocker = ahead(rq) and rq
+  ok = b.C == 0
 end
 if ok then
-  local fence = next_fence(last, t) -- nextfence.lua, prepended
-  redis.call('HSET', KEYS[1], 'p' .. ARGV[1], (now + ttl) .. ':' .. fence .. ':' .. mode,
-    'd' .. ARGV[1], ARGV[3] .. '\n' .. ARGV[4], 'f', fence)
-  if myMark then
-    redis.call('HDEL', KEYS[1], myMark)
-  end
-  keep(now + ttl)
-  return tonumber(fence)
+  local fence = next_fence(b.f, t) -- nextfence.lua, prepended
+  put('f', fence)
+  b.f, b.C, b.L = fence, b.C + 1, tok
+  if mode == 'w' then b.W = tok end
+  if not b.E or now + ttl < b.E then b.E = now + ttl end
+  local place = 0
+  if mode == 'r' then place = pass or b.S or 0 end
+  return admit(fence, place)
 end
-if tonumber(ARGV[7]) > 0 then -- queue, or keep the place
-  local exp = now + tonumber(ARGV[7])
-  local seq = myseq or redis.call('HINCRBY', KEYS[1], 'n', 1)
-  local f = (mode == 'w' and 'x' or (mode == 'r' and 'y' or 'z')) .. ARGV[1]
-  redis.call('HSET', KEYS[1], f, exp .. ':' .. seq .. ':' .. ARGV[3])
-  keep(exp)
+
+if q ~= '' and ARGV[9] then -- queue, or keep the place
+  enqueue(now + tonumber(ARGV[9]))
 end
-if not first then -- only a waiter queued ahead stands in the way
-  return {0, blocker[3], '', blocker[2] - now, 0}
+if why == 'q' then
+  finish(b, now)
+  return {0, wq.owner, '', 0, 0, 'q'}
 end
-local d = redis.call('HGET', KEYS[1], 'd' .. first) or ''
-local owner, meta = string.match(d, '^([^\n]*)\n(.*)$')
-return {0, owner or '', meta or '', firstExp - now, firstFence}
+if who == b.P and who ~= '' then why = 'p' end
+local owner, meta, fence = name(who)
+if fence == 0 and b.C > 0 then -- the holder last named has left: name another
+  rescan(now, b)
+  owner, meta, fence = name(b.L)
+end
+finish(b, now)
+local left = 0
+if b.E then left = math.max(b.E - now, 0) end
+return {0, owner, meta, left, fence, why}

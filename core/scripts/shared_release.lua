@@ -1,38 +1,55 @@
--- shared_release.lua: owner-checked release of one holder of a shared lock
--- (shared_acquire.lua), and the wake-up of its waiters.
+-- shared_release.lua: owner-checked release of one holder of a semaphore
+-- or a read/write lock, and the grant of what it frees to the waiters
+-- (shared_lib.lua, prepended); or a waiting process leaving the queue.
 --
 -- KEYS[1]  the shared hash
--- ARGV[1]  owner token
+-- ARGV[1]  owner token, or a queue id leaving the queue (its waiters gave
+--          up): its entry goes, and a grant it was given passes on
 -- ARGV[2]  notification channel
--- ARGV[3]  how long the hash keeps its last fencing token once empty (ms)
+-- ARGV[3]  how long the hash keeps its last fencing token once released (ms)
+-- ARGV[4]  'rw' for a read/write lock, 's' for a semaphore
+-- ARGV[5]  the releasing Client's queue id for this lock and side ('' for
+--          none): whether its own next caller should ask at once
 -- publish  (a local prepended to the script: announcer in scripts.go) the
 --          publish command: 'publish', or 'spublish' on Redis Cluster
 --
--- Returns 1 when the token held a permit (or had just released it: the
--- token is the last released one, a re-sent release), 0 otherwise: expired
--- (its permit was free for others already) or never held. A reader or
--- writer that gave up waiting releases its token too: that drops its mark,
--- so the other side is not held back for the mark's lifetime.
-local v = redis.call('HGET', KEYS[1], 'p' .. ARGV[1])
-if v then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  redis.call('HDEL', KEYS[1], 'p' .. ARGV[1], 'd' .. ARGV[1])
-  if tonumber(string.match(v, '^(%d+):')) < now then
-    return 0
+-- Returns 1 when the token held a permit or side (or had just released it:
+-- the token is the last released one, a re-sent release), 0 otherwise:
+-- expired (its capacity was free for others already) or never held; 2
+-- instead of 1 when what it freed went to other processes' queues only
+-- (not to ARGV[5]'s): the releasing Client's next caller, queued in Redis
+-- already, need not ask (it would only be refused). The capacity it frees
+-- goes to the heads of the queue in the same step (settle), each told by
+-- 'g:<queue id>'; nothing is announced when nobody waits.
+local t = redis.call('TIME')
+local now = now_ms(t)
+local tok = ARGV[1]
+local b, stale = books(now, 'p' .. tok, 'I' .. tok)
+local res, changed = 0, stale
+if fetch('p' .. tok) then
+  drop('p' .. tok)
+  drop('d' .. tok)
+  drop('A' .. tok)
+  put('r', tok)
+  b.C, b.r, changed, res = b.C - 1, tok, true, 1
+  if b.W == tok then b.W = '' end
+  if b.L == tok then b.L = '' end
+  if b.P == tok then b.P = '' end
+  if b.C == 0 then b.E = nil end
+  keep(b, now + tonumber(ARGV[3]))
+elseif b.r == tok then
+  res = 1
+elseif leave(b, tok) then
+  changed = true
+end
+if changed then
+  settle(b, ARGV[4] == 'rw', now, t, ARGV[2])
+  finish(b, now)
+end
+if res == 1 and #granted > 0 then
+  res = 2
+  for _, id in ipairs(granted) do
+    if id == ARGV[5] then res = 1 end
   end
-  redis.call('HSET', KEYS[1], 'r', ARGV[1])
-  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-  end
-  redis.call(publish, ARGV[2], 'released')
-  return 1
 end
-if redis.call('HGET', KEYS[1], 'r') == ARGV[1] then
-  return 1
-end
-if redis.call('HDEL', KEYS[1], 'x' .. ARGV[1], 'y' .. ARGV[1], 'z' .. ARGV[1]) == 1 then
-  -- a waiter left the queue: those it held back may go
-  redis.call(publish, ARGV[2], 'released')
-end
-return 0
+return res

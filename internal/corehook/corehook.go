@@ -9,9 +9,8 @@ package corehook
 // Tables returns the current size of each per-key table of a *core.Client,
 // by name:
 //
-//	queues         local FIFO queues (holders, waiters, hand-off and yield state), one per key in use
-//	shared         waits on semaphores and read/write locks, one per key waited for
-//	waiters        callers queued in those queues or waiting on shared locks, all keys together
+//	queues         local FIFO queues (holders, waiters, hand-off and yield state), one per key (and side) in use
+//	waiters        callers queued in those queues, all keys together
 //	subscriptions  release-notification channels known to the pub/sub hubs (all nodes under Redlock; shard channels on a cluster)
 //	leases         leases scheduled for renewal
 //	renewals       renewals handed to the renewal I/O goroutine and not yet sent
