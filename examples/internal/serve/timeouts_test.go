@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // A client that sends its request's body slowly, a byte every few
@@ -24,18 +25,8 @@ import (
 // take hours at that pace; the test waits for those events, not for time.
 func TestSlowBodyCutByReadTimeout(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	locks, err := core.New(srv.NewClient())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locks.Close()
-	other, err := core.New(srv.NewClient())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	ctx := testkit.Context(t, 60*time.Second)
+	locks, other := testkit.Client(t, srv.NewClient()), testkit.Client(t, srv.NewClient())
 
 	held := make(chan struct{})      // the handler holds the lock
 	read := make(chan readResult, 1) // what its read of the body got
