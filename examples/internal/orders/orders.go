@@ -134,9 +134,9 @@ type Store struct {
 	// records says under which names and for how long.
 	fence   *fence.Redis
 	records Records
-	written map[string]bool // the ids of the records a write was sent for (under mu)
 
 	mu       sync.Mutex
+	written  map[string]bool // the ids of the records a write was sent for
 	orders   map[string]Order
 	lines    map[string][]Line
 	exports  map[string]Export
@@ -145,7 +145,7 @@ type Store struct {
 
 // NewStore returns an empty store whose operations take work.
 func NewStore(work time.Duration) *Store {
-	return &Store{Work: work, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}, settings: map[string]Settings{}}
+	return &Store{Work: work, written: map[string]bool{}, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}, settings: map[string]Settings{}}
 }
 
 // Records says where a fenced store keeps the orders' records: order id's
@@ -360,9 +360,6 @@ func (s *Store) record(ctx context.Context, o Order) error {
 		return err
 	}
 	s.mu.Lock()
-	if s.written == nil {
-		s.written = map[string]bool{}
-	}
 	s.written[o.ID] = true
 	s.mu.Unlock()
 	var opts []fence.SetOption
