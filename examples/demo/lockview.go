@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/lockkit/lockkit/examples/internal/serve"
 )
 
 // lockViewPath is where the demo mounts each replica's lock view:
@@ -35,7 +37,7 @@ func serveLockViews(addr string, reps []*replica) (url string, stop func(), err 
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_ = lockViewIndex.Execute(w, names)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := serve.Default.HTTPServer(mux)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -71,11 +71,14 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	if !cfg.noLock {
 		frdb := rdb.NewClient()
 		defer frdb.Close()
-		fenced, err := fence.NewRedis(frdb)
-		if err != nil {
-			return nil, err
+		fenced, ferr := fence.NewRedis(frdb, fence.WithKeep(dataKeep))
+		if ferr != nil {
+			return nil, ferr
 		}
-		store.Fence(fenced)
+		// The records are the demo's data on the Redis (see data.go):
+		// removed once the replicas have stopped, whatever ended the run.
+		store.Fence(fenced, records)
+		defer func() { err = errors.Join(err, removeRecords(context.WithoutCancel(ctx), frdb, store)) }()
 	}
 	w := newWitness(store)
 	reps, err := startReplicas(cfg, rdb, w, tel)

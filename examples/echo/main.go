@@ -1,7 +1,7 @@
 // Command echo is the orders service of lockkit's examples on echo v5, with
 // echo5lock: every route that touches order <id> runs under the lock
-// "order:<id>" across all replicas, a tenant's export under
-// "tenant:<X-Tenant>", and each write is fenced with the lock's token.
+// "order:<id>" across all replicas, and each write is fenced with the
+// lock's token; it prints every route with its lock when it starts.
 // (echo v4 gets bug fixes until 2026-12-31 and security fixes until
 // 2027-12-31; a v4 service takes echolock, configured the same way.)
 //

@@ -1,7 +1,7 @@
 // Command gin is the orders service of lockkit's examples on gin: every
 // route that touches order <id> runs under the lock "order:<id>" across all
-// replicas, a tenant's export under "tenant:<X-Tenant>", and each write is
-// fenced with the lock's token.
+// replicas, and each write is fenced with the lock's token; it prints every
+// route with its lock when it starts.
 //
 //	go -C examples run ./gin     # embedded Redis (miniredis), on 127.0.0.1:8080
 //	REDIS_URL=redis://127.0.0.1:6379 ADDR=127.0.0.1:9090 go -C examples run ./gin

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/serve"
 	"github.com/lockkit/lockkit/ginlock"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel"
@@ -56,7 +57,7 @@ func startReplica(name string, rs *embedded.Redis, obs core.Observer, hooks *dem
 		return nil, err
 	}
 	rep := &replica{name: name, client: c, url: "http://" + ln.Addr().String(), done: make(chan error, 1),
-		srv: &http.Server{Handler: r, ReadHeaderTimeout: 5 * time.Second}}
+		srv: serve.Default.HTTPServer(r)}
 	rep.srv.RegisterOnShutdown(func() { _ = c.Close(); _ = rdb.Close() })
 	go func() { rep.done <- rep.srv.Serve(ln) }()
 	return rep, nil

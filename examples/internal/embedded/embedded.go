@@ -187,66 +187,6 @@ func URLFlag(fs *flag.FlagSet, getenv func(string) string) func() string {
 	}
 }
 
-// Redact returns url with its secrets masked, for any message that shows a
-// Redis URL: its userinfo (user and password, the sentinels' in a Sentinel
-// URL) and the value of any query parameter whose name has "password" in it
-// (a Sentinel URL's password= is the master's). It works on the text, not on
-// a parsed URL, so that a URL that does not parse is masked too: a
-// password parameter's value up to the next '&' or '#', then everything
-// between "://" (or the start, without one) and the last "@".
-func Redact(url string) string {
-	url = redactParams(url)
-	at := strings.LastIndex(url, "@")
-	if at < 0 {
-		return url
-	}
-	start := 0
-	if i := strings.Index(url, "://"); i >= 0 && i < at {
-		start = i + len("://")
-	}
-	return url[:start] + "xxxxx" + url[at:]
-}
-
-// redactParams masks the value of every password parameter: a name with
-// "password" in it, after a '?' or '&', up to its '='.
-func redactParams(url string) string {
-	var b strings.Builder
-	for i := 0; i < len(url); {
-		j := strings.IndexAny(url[i:], "?&")
-		if j < 0 {
-			b.WriteString(url[i:])
-			break
-		}
-		j += i + 1 // the parameter starts after its '?' or '&'
-		b.WriteString(url[i:j])
-		end := len(url)
-		if k := strings.IndexAny(url[j:], "&#"); k >= 0 {
-			end = j + k
-		}
-		name, _, hasValue := strings.Cut(url[j:end], "=")
-		if hasValue && strings.Contains(strings.ToLower(name), "password") {
-			b.WriteString(name + "=xxxxx")
-		} else {
-			b.WriteString(url[j:end])
-		}
-		i = end
-	}
-	return b.String()
-}
-
-// parseError says why url does not parse without showing its secrets. The
-// parsers' own errors quote the URL, or a piece of it (a password with a
-// '/' in it is read as host and port): so the error is the one of the
-// redacted URL, which has everything but the secrets; when that one
-// parses, the fault is in the userinfo, and that is all the error says.
-func parseError(url string) error {
-	red := Redact(url)
-	if _, err := ParseURL(red); err != nil {
-		return fmt.Errorf("%q is not a Redis URL (redis://[user:password@]host:port[/db], rediss:// for TLS, cluster=true or addr= for a cluster, master_name= for Sentinel): %w", red, err)
-	}
-	return fmt.Errorf("%q: its user or password does not parse (percent-encode characters such as / ? # %% in them)", red)
-}
-
 func openEmbedded() (*Redis, error) {
 	mr := miniredis.NewMiniRedis()
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {

@@ -150,6 +150,14 @@ func TestOpenNeverPrintsUserinfo(t *testing.T) {
 		"redis://alice:hunterA@" + dead + "?master_name=m&password=hunterB",
 		"redis://alice:hunterA@" + dead + "?cluster=true",
 		"redis://alice:hunterA@127.0.0.1:1?cluster=maybe",
+		// A '#', '/' or '?' not encoded in the password: the parser reads
+		// a host and port out of the userinfo and leaves the rest in a
+		// fragment, a socket path or the query.
+		"redis://alice:12#hunterA@127.0.0.1:1",
+		"unix://alice:12/hunterA@/run/redis.sock",
+		"redis://alice:12?hunterA@127.0.0.1:1/0",
+		"redis:alice:hunterA@127.0.0.1:1",
+		"redis://127.0.0.1:1/0?master_name=m&password=hunter@A&dial_timeout=zz",
 	} {
 		_, err := embedded.Open(ctx, url)
 		if err == nil {
@@ -174,8 +182,21 @@ func TestRedact(t *testing.T) {
 		"unix://alice:pw@/run/redis.sock?db=1": "unix://xxxxx@/run/redis.sock?db=1",
 		// A Sentinel URL: the userinfo is the sentinels', password= the master's.
 		"redis://s:pw@h:1?master_name=m&password=pw2&addr=h:2": "redis://xxxxx@h:1?master_name=m&password=xxxxx&addr=h:2",
-		"redis://h:1?password=a@b&sentinel_password=c#f":       "redis://h:1?password=xxxxx&sentinel_password=xxxxx#f",
 		"redis://h:1?addr=h:2&cluster=true":                    "redis://h:1?addr=h:2&cluster=true",
+		// A parameter's name is judged decoded, in any case; its value is
+		// hidden whole, encoded or not.
+		"redis://h:1/0?master_name=m&%70assword=S3CRET4&addr=": "redis://h:1/0?master_name=m&%70assword=xxxxx&addr=",
+		"redis://h:1/0?%70ASSWORD=X&dial_timeout=zz":           "redis://h:1/0?%70ASSWORD=xxxxx&dial_timeout=zz",
+		"redis://h:1?master_name=m&%75ser%6Eame=u%40x&db=1":    "redis://h:1?master_name=m&%75ser%6Eame=xxxxx&db=1",
+		"redis://h:1?pa%2573sword=x&Sentinel_Password=y":       "redis://h:1?pa%2573sword=xxxxx&Sentinel_Password=xxxxx",
+		"redis://h:1?a=1;password=x":                           "redis://h:1?a=1;password=xxxxx",
+		// What a password not percent-encoded spills into: the rest of
+		// the query ('?' stays in the value), a fragment, and with an '@'
+		// in it everything up to that '@'.
+		"redis://h:1?password=a?b&db=1":                  "redis://h:1?password=xxxxx&db=1",
+		"redis://h:1?password=ab#cd":                     "redis://h:1?password=xxxxx#xxxxx",
+		"redis://h:1?password=a@b&sentinel_password=c#f": "redis://xxxxx&sentinel_password=xxxxx#xxxxx",
+		"redis://alice:p?password=x@h:1":                 "redis://xxxxx",
 	} {
 		if got := embedded.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

@@ -80,6 +80,14 @@ type Target struct {
 	url string // parsed again for each client: go-redis options carry per-client state
 }
 
+// String names the target by its kind and addresses, never its URL: a
+// Target printed in a message or a log (with %v, %+v or %#v) shows no
+// credential.
+func (t Target) String() string { return t.where() }
+
+// GoString is String, for %#v.
+func (t Target) GoString() string { return t.where() }
+
 // ParseURL parses a Redis URL of any of the forms Target lists. Its errors
 // may quote the URL: show them only for a URL Redact has masked (Open does).
 func ParseURL(raw string) (*Target, error) {
@@ -123,7 +131,7 @@ func (t *Target) NewClient() redis.UniversalClient {
 }
 
 // where names the target in an error or the startup line.
-func (t *Target) where() string {
+func (t Target) where() string {
 	addrs := strings.Join(t.Addrs, ", ")
 	switch t.Kind {
 	case Cluster:
@@ -157,6 +165,16 @@ func parse(raw string) (parsed, error) {
 		return parsed{}, errors.New("no scheme: a Redis URL starts with redis://, rediss:// or unix://")
 	default:
 		return parsed{}, fmt.Errorf("unknown scheme %q: a Redis URL starts with redis://, rediss:// or unix://", u.Scheme)
+	}
+	if u.Opaque != "" {
+		return parsed{}, fmt.Errorf("no // after %s: a Redis URL starts with redis://, rediss:// or unix://", u.Scheme)
+	}
+	// The userinfo ends at the last '@', where Redact looks for it: an '@'
+	// after it (a password's '#' or '/' not encoded makes the parser read
+	// part of the password as the host, the rest as a fragment or path)
+	// would leave the parser's host, which errors show, holding a secret.
+	if at := strings.LastIndexByte(raw, '@'); at >= 0 && at != userinfoEnd(raw) {
+		return parsed{}, errUserinfoEnd
 	}
 	q := u.Query()
 	_, sentinel := q["master_name"]

@@ -63,6 +63,11 @@ func TestParseURL(t *testing.T) {
 		{url: "redis://s:1?master_name=m&replica_only=true", err: "replica_only"},
 		{url: "redis://s:1?master_name=m&nope=1", err: "unexpected option: nope"},
 		{url: "redis://h:1?nope=1", err: "unexpected option: nope"},
+		{url: "redis:h:1", err: "no // after redis"},
+		// The userinfo ends at the last '@' (Redact hides up to there).
+		{url: "redis://s:1?master_name=m&password=a@b", err: "an '@' after the host"},
+		{url: "redis://u:12#p@h:1", err: "an '@' after the host"},
+		{url: "redis://s:1?master_name=m&password=a%40b", kind: embedded.Sentinel, addrs: []string{"s:1"}, master: "m"},
 	} {
 		got, err := embedded.ParseURL(tc.url)
 		if tc.err != "" {

@@ -35,7 +35,7 @@ func TestFencedBookRefusesALateWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	book := orders.NewStore(0).Fence(f)
+	book := orders.NewStore(0).Fence(f, orders.Records{Prefix: "orders:"})
 
 	a, err := locks.Acquire(ctx, "order:1")
 	if err != nil {

@@ -130,10 +130,13 @@ type Store struct {
 	Work time.Duration
 
 	// fence, when set, is the resource side of fencing: each order's
-	// record is written to Redis through it, refused for an older token.
-	fence *fence.Redis
+	// record is written to Redis through it, refused for an older token;
+	// records says under which names and for how long.
+	fence   *fence.Redis
+	records Records
 
 	mu       sync.Mutex
+	written  map[string]bool // the ids of the records a write was sent for
 	orders   map[string]Order
 	lines    map[string][]Line
 	exports  map[string]Export
@@ -142,20 +145,41 @@ type Store struct {
 
 // NewStore returns an empty store whose operations take work.
 func NewStore(work time.Duration) *Store {
-	return &Store{Work: work, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}, settings: map[string]Settings{}}
+	return &Store{Work: work, written: map[string]bool{}, orders: map[string]Order{}, lines: map[string][]Line{}, exports: map[string]Export{}, settings: map[string]Settings{}}
 }
 
-// FenceKeyPrefix prefixes an order's id to name its record in the fenced
-// store (Store.Fence).
-const FenceKeyPrefix = "orders:"
+// Records says where a fenced store keeps the orders' records: order id's
+// is Prefix+id, and each expires TTL after its last write (0: never). On a
+// Redis that is not the service's own (a demo on a user's Redis), a
+// prefix of its own and an expiry keep the data findable and bounded.
+type Records struct {
+	Prefix string
+	TTL    time.Duration
+}
 
 // Fence makes every order write a fenced write of the order's record (its
-// JSON) to f first: a write whose token is older than the record's is
-// refused there (ErrStaleToken, wrapping fence.ErrStale) before it touches
-// the book. It returns s.
-func (s *Store) Fence(f *fence.Redis) *Store {
-	s.fence = f
+// JSON) to f first, named and expiring as rec says: a write whose token is
+// older than the record's is refused there (ErrStaleToken, wrapping
+// fence.ErrStale) before it touches the book. It returns s.
+func (s *Store) Fence(f *fence.Redis, rec Records) *Store {
+	s.fence, s.records = f, rec
 	return s
+}
+
+// RecordKeys returns the name of every record the book sent a write for
+// (nil when it is not fenced), refused or not: what a caller removes to
+// leave no data behind.
+func (s *Store) RecordKeys() []string {
+	if s.fence == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]string, 0, len(s.written))
+	for id := range s.written {
+		keys = append(keys, s.records.Prefix+id)
+	}
+	return keys
 }
 
 // IsFenced: the book writes through a fenced store (Fence).
@@ -167,7 +191,7 @@ func (s *Store) FencedToken(ctx context.Context, id string) (int64, bool, error)
 	if s.fence == nil {
 		return 0, false, nil
 	}
-	e, ok, err := s.fence.Get(ctx, FenceKeyPrefix+id)
+	e, ok, err := s.fence.Get(ctx, s.records.Prefix+id)
 	return e.Token, ok, err
 }
 
@@ -335,7 +359,14 @@ func (s *Store) record(ctx context.Context, o Order) error {
 	if err != nil {
 		return err
 	}
-	if err := s.fence.Set(ctx, FenceKeyPrefix+o.ID, string(rec), o.Token); errors.Is(err, fence.ErrStale) {
+	s.mu.Lock()
+	s.written[o.ID] = true
+	s.mu.Unlock()
+	var opts []fence.SetOption
+	if s.records.TTL > 0 {
+		opts = append(opts, fence.TTL(s.records.TTL))
+	}
+	if err := s.fence.Set(ctx, s.records.Prefix+o.ID, string(rec), o.Token, opts...); errors.Is(err, fence.ErrStale) {
 		return fmt.Errorf("%w: %w", ErrStaleToken, err)
 	} else if err != nil {
 		return err

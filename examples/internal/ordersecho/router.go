@@ -1,5 +1,5 @@
 // Package ordersecho is the orders service on echo v5, with echo5lock in
-// front of the routes ordershttp lists. examples/echo serves it, and so
+// front of the routes of ordershttp.Routes. examples/echo serves it, and so
 // does the demo's echo replica. It is on v5 because echo v4 only gets bug
 // fixes until 2026-12-31 (security fixes until 2027-12-31); the library
 // keeps echolock for v4 services.
@@ -16,6 +16,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echo5lock"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordershttp"
@@ -23,15 +24,6 @@ import (
 
 // Config is what NewRouter needs: the Config of every HTTP front end.
 type Config = ordershttp.Config
-
-// The lock keys as echo5lock key specs: "order:<id>" is the key ginlock and
-// grpclock build too, so replicas on gin, echo and gRPC exclude each other.
-const (
-	orderKey    = "const:order,param:id"
-	toKey       = "const:order,param:to"
-	exportKey   = "const:export,header:" + ordershttp.TenantHeader
-	settingsKey = "const:settings,header:" + ordershttp.TenantHeader
-)
 
 // NewRouter returns the orders API on echo v5. It returns a plain
 // http.Handler because serving it is all its callers do: the example and
@@ -53,50 +45,45 @@ func NewRouter(cfg Config) http.Handler {
 		e.Use(nameSpan)
 	}
 
-	lockOrder, shipOnce, lockBoth := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
-	limitExports, lockSettings := echo.MiddlewareFunc(pass), echo.MiddlewareFunc(pass)
-	if !cfg.NoLock {
-		lockOrder = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: orderKey, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
-		// Shipping twice is the classic duplicate click: answer 409 at once
-		// rather than queue behind the first.
-		shipOnce = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: orderKey, NoWait: true, TokenHeader: ordershttp.TokenHeader})
-		// A transfer locks both orders, all or nothing, in one order
-		// whatever its direction: no deadlock between opposite transfers.
-		lockBoth = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, Keys: []string{orderKey, toKey}, Wait: cfg.Wait, TokenHeader: ordershttp.TokenHeader})
-		limitExports = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: exportKey, Limit: ordershttp.ExportLimit, Wait: cfg.Wait})
-		lockSettings = echo5lock.NewWithConfig(echo5lock.Config{Client: cfg.Client, KeyParts: settingsKey, ReadWrite: "method", Wait: cfg.Wait})
-	}
-
 	book := cfg.Book
-	e.GET("/orders/:id", func(c *echo.Context) error { return c.JSON(http.StatusOK, book.Get(c.Param("id"))) })
-	e.POST("/orders/:id/pay", withAmount(book.Pay), lockOrder)
-	e.POST("/orders/:id/refund", withAmount(book.Refund), lockOrder)
-	e.POST("/orders/:id/ship", func(c *echo.Context) error {
-		o, err := book.Ship(c.Request().Context(), c.Param("id"), token(c))
-		return reply(c, o, err)
-	}, shipOnce)
-	e.POST("/orders/:id/transfer/:to", func(c *echo.Context) error {
-		cents, err := orders.ParseAmount(c.QueryParam("amount"))
-		if err != nil {
-			return reply(c, nil, err)
-		}
-		ctx, from, to := c.Request().Context(), c.Param("id"), c.Param("to")
-		a, b, err := book.Transfer(ctx, from, to, ordershttp.TokenOf(ctx, "order", from), ordershttp.TokenOf(ctx, "order", to), cents)
-		return reply(c, map[string]orders.Order{"from": a, "to": b}, err)
-	}, lockBoth)
-	e.POST("/tenant/export", func(c *echo.Context) error {
-		x, err := book.Export(c.Request().Context(), c.Request().Header.Get(ordershttp.TenantHeader), token(c))
-		return reply(c, x, err)
-	}, limitExports)
 	tenant := func(c *echo.Context) string { return c.Request().Header.Get(ordershttp.TenantHeader) }
-	e.GET("/tenant/settings", func(c *echo.Context) error {
-		st, err := book.Settings(c.Request().Context(), tenant(c))
-		return reply(c, st, err)
-	}, lockSettings)
-	e.PUT("/tenant/settings", func(c *echo.Context) error {
-		st, err := book.SetSettings(c.Request().Context(), tenant(c), c.QueryParam("plan"), token(c))
-		return reply(c, st, err)
-	}, lockSettings)
+	handlers := map[ordershttp.Op]echo.HandlerFunc{
+		ordershttp.OpGet:    func(c *echo.Context) error { return c.JSON(http.StatusOK, book.Get(c.Param("id"))) },
+		ordershttp.OpPay:    withAmount(book.Pay),
+		ordershttp.OpRefund: withAmount(book.Refund),
+		ordershttp.OpShip: func(c *echo.Context) error {
+			o, err := book.Ship(c.Request().Context(), c.Param("id"), token(c))
+			return reply(c, o, err)
+		},
+		ordershttp.OpTransfer: func(c *echo.Context) error {
+			cents, err := orders.ParseAmount(c.QueryParam("amount"))
+			if err != nil {
+				return reply(c, nil, err)
+			}
+			ctx, from, to := c.Request().Context(), c.Param("id"), c.Param("to")
+			a, b, err := book.Transfer(ctx, from, to, ordershttp.TokenOf(ctx, "order", from), ordershttp.TokenOf(ctx, "order", to), cents)
+			return reply(c, map[string]orders.Order{"from": a, "to": b}, err)
+		},
+		ordershttp.OpExport: func(c *echo.Context) error {
+			x, err := book.Export(c.Request().Context(), tenant(c), token(c))
+			return reply(c, x, err)
+		},
+		ordershttp.OpSettings: func(c *echo.Context) error {
+			st, err := book.Settings(c.Request().Context(), tenant(c))
+			return reply(c, st, err)
+		},
+		ordershttp.OpSetSettings: func(c *echo.Context) error {
+			st, err := book.SetSettings(c.Request().Context(), tenant(c), c.QueryParam("plan"), token(c))
+			return reply(c, st, err)
+		},
+	}
+	for _, rt := range ordershttp.Routes {
+		var mw []echo.MiddlewareFunc
+		if rt.Lock != nil && !cfg.NoLock {
+			mw = append(mw, lock(cfg, *rt.Lock))
+		}
+		e.Add(rt.Method, rt.Path, handlers[rt.Op], mw...)
+	}
 	if t := cfg.Telemetry; t.On() {
 		// No contrib instrumentation exists for echo v5: otelhttp makes the
 		// request's server span around the router, nameSpan names it for
@@ -132,7 +119,32 @@ func nameSpan(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func pass(next echo.HandlerFunc) echo.HandlerFunc { return next }
+// lock is echo5lock in front of a route, as l describes it.
+func lock(cfg Config, l ordershttp.Lock) echo.MiddlewareFunc {
+	c := echo5lock.Config{Client: cfg.Client, NoWait: l.NoWait}
+	if !l.NoWait {
+		c.Wait = cfg.Wait
+	}
+	if len(l.Keys) == 1 {
+		c.KeyParts = l.Keys[0].Spec()
+	} else {
+		for _, k := range l.Keys {
+			c.Keys = append(c.Keys, k.Spec())
+		}
+	}
+	switch l.Kind {
+	case core.KindSemaphore:
+		c.Limit = l.Limit
+	case core.KindRead:
+		c.ReadWrite = "read"
+	case core.KindWrite:
+		c.ReadWrite = "write"
+	}
+	if l.Token {
+		c.TokenHeader = ordershttp.TokenHeader
+	}
+	return echo5lock.NewWithConfig(c)
+}
 
 // withAmount is the handler of a write that takes ?amount= (Pay, Refund).
 func withAmount(write func(ctx context.Context, id string, token, cents int64) (orders.Order, error)) echo.HandlerFunc {

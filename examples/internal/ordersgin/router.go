@@ -1,5 +1,5 @@
 // Package ordersgin is the orders service on gin, with ginlock in front of
-// the routes ordershttp lists. examples/gin serves it, and so does the
+// the routes of ordershttp.Routes. examples/gin serves it, and so does the
 // demo's gin replica.
 package ordersgin
 
@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordershttp"
 	"github.com/lockkit/lockkit/ginlock"
@@ -36,59 +37,84 @@ func NewRouter(cfg Config) http.Handler {
 			otelgin.WithMeterProvider(t.MeterProvider), otelgin.WithPropagators(t.Propagator)))
 	}
 
-	lockOrder, shipOnce, lockBoth := gin.HandlerFunc(pass), gin.HandlerFunc(pass), gin.HandlerFunc(pass)
-	limitExports, lockSettings := gin.HandlerFunc(pass), gin.HandlerFunc(pass)
-	if !cfg.NoLock {
-		orderKey := ginlock.Key(ginlock.Const("order"), ginlock.Param("id")) // "order:<id>" on every order route
-		lockOrder = ginlock.New(cfg.Client, orderKey, ginlock.Wait(cfg.Wait), ginlock.TokenHeader(ordershttp.TokenHeader))
-		// Shipping twice is the classic duplicate click: answer 409 at once
-		// rather than queue behind the first.
-		shipOnce = ginlock.New(cfg.Client, orderKey, ginlock.NoWait(), ginlock.TokenHeader(ordershttp.TokenHeader))
-		// A transfer locks both orders, all or nothing, in one order
-		// whatever its direction: no deadlock between opposite transfers.
-		lockBoth = ginlock.New(cfg.Client, orderKey, ginlock.Key(ginlock.Const("order"), ginlock.Param("to")),
-			ginlock.Wait(cfg.Wait), ginlock.TokenHeader(ordershttp.TokenHeader))
-		tenant := []ginlock.Part{ginlock.Const("export"), ginlock.Header(ordershttp.TenantHeader)}
-		limitExports = ginlock.New(cfg.Client, ginlock.Key(tenant...), ginlock.Limit(ordershttp.ExportLimit), ginlock.Wait(cfg.Wait))
-		lockSettings = ginlock.New(cfg.Client, ginlock.Key(ginlock.Const("settings"), ginlock.Header(ordershttp.TenantHeader)),
-			ginlock.ReadWrite(), ginlock.Wait(cfg.Wait))
-	}
-
 	book := cfg.Book
-	r.GET("/orders/:id", func(c *gin.Context) { c.JSON(http.StatusOK, book.Get(c.Param("id"))) })
-	r.POST("/orders/:id/pay", lockOrder, withAmount(book.Pay))
-	r.POST("/orders/:id/refund", lockOrder, withAmount(book.Refund))
-	r.POST("/orders/:id/ship", shipOnce, func(c *gin.Context) {
-		o, err := book.Ship(c.Request.Context(), c.Param("id"), token(c))
-		reply(c, o, err)
-	})
-	r.POST("/orders/:id/transfer/:to", lockBoth, func(c *gin.Context) {
-		cents, err := orders.ParseAmount(c.Query("amount"))
-		if err != nil {
-			reply(c, nil, err)
-			return
+	handlers := map[ordershttp.Op]gin.HandlerFunc{
+		ordershttp.OpGet:    func(c *gin.Context) { c.JSON(http.StatusOK, book.Get(c.Param("id"))) },
+		ordershttp.OpPay:    withAmount(book.Pay),
+		ordershttp.OpRefund: withAmount(book.Refund),
+		ordershttp.OpShip: func(c *gin.Context) {
+			o, err := book.Ship(c.Request.Context(), c.Param("id"), token(c))
+			reply(c, o, err)
+		},
+		ordershttp.OpTransfer: func(c *gin.Context) {
+			cents, err := orders.ParseAmount(c.Query("amount"))
+			if err != nil {
+				reply(c, nil, err)
+				return
+			}
+			from, to := c.Param("id"), c.Param("to")
+			a, b, err := book.Transfer(c.Request.Context(), from, to, ordershttp.TokenOf(c.Request.Context(), "order", from),
+				ordershttp.TokenOf(c.Request.Context(), "order", to), cents)
+			reply(c, gin.H{"from": a, "to": b}, err)
+		},
+		ordershttp.OpExport: func(c *gin.Context) {
+			e, err := book.Export(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader), token(c))
+			reply(c, e, err)
+		},
+		ordershttp.OpSettings: func(c *gin.Context) {
+			st, err := book.Settings(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader))
+			reply(c, st, err)
+		},
+		ordershttp.OpSetSettings: func(c *gin.Context) {
+			st, err := book.SetSettings(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader), c.Query("plan"), token(c))
+			reply(c, st, err)
+		},
+	}
+	for _, rt := range ordershttp.Routes {
+		chain := []gin.HandlerFunc{handlers[rt.Op]}
+		if rt.Lock != nil && !cfg.NoLock {
+			chain = append([]gin.HandlerFunc{lock(cfg, *rt.Lock)}, chain...)
 		}
-		from, to := c.Param("id"), c.Param("to")
-		a, b, err := book.Transfer(c.Request.Context(), from, to, ordershttp.TokenOf(c.Request.Context(), "order", from),
-			ordershttp.TokenOf(c.Request.Context(), "order", to), cents)
-		reply(c, gin.H{"from": a, "to": b}, err)
-	})
-	r.POST("/tenant/export", limitExports, func(c *gin.Context) {
-		e, err := book.Export(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader), token(c))
-		reply(c, e, err)
-	})
-	r.GET("/tenant/settings", lockSettings, func(c *gin.Context) {
-		st, err := book.Settings(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader))
-		reply(c, st, err)
-	})
-	r.PUT("/tenant/settings", lockSettings, func(c *gin.Context) {
-		st, err := book.SetSettings(c.Request.Context(), c.GetHeader(ordershttp.TenantHeader), c.Query("plan"), token(c))
-		reply(c, st, err)
-	})
+		r.Handle(rt.Method, rt.Path, chain...)
+	}
 	return r
 }
 
-func pass(c *gin.Context) { c.Next() }
+// lock is ginlock in front of a route, as l describes it.
+func lock(cfg Config, l ordershttp.Lock) gin.HandlerFunc {
+	var opts []ginlock.Option
+	for _, k := range l.Keys {
+		parts := make([]ginlock.Part, len(k))
+		for i, p := range k {
+			switch p.From {
+			case ordershttp.Const:
+				parts[i] = ginlock.Const(p.Name)
+			case ordershttp.Param:
+				parts[i] = ginlock.Param(p.Name)
+			case ordershttp.Header:
+				parts[i] = ginlock.Header(p.Name)
+			}
+		}
+		opts = append(opts, ginlock.Key(parts...))
+	}
+	switch l.Kind {
+	case core.KindSemaphore:
+		opts = append(opts, ginlock.Limit(l.Limit))
+	case core.KindRead:
+		opts = append(opts, ginlock.ReadSide())
+	case core.KindWrite:
+		opts = append(opts, ginlock.WriteSide())
+	}
+	if l.NoWait {
+		opts = append(opts, ginlock.NoWait())
+	} else {
+		opts = append(opts, ginlock.Wait(cfg.Wait))
+	}
+	if l.Token {
+		opts = append(opts, ginlock.TokenHeader(ordershttp.TokenHeader))
+	}
+	return ginlock.New(cfg.Client, opts...)
+}
 
 // withAmount is the handler of a write that takes ?amount= (Pay, Refund).
 func withAmount(write func(ctx context.Context, id string, token, cents int64) (orders.Order, error)) gin.HandlerFunc {

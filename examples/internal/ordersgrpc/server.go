@@ -19,6 +19,7 @@ import (
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
+	examples "github.com/lockkit/lockkit/examples/internal/serve"
 	"github.com/lockkit/lockkit/grpclock"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	Wait time.Duration
 	// NoLock leaves the lock out: the baseline that shows what it prevents.
 	NoLock bool
+	// Timeouts are the server's keepalive parameters (the zero value:
+	// the examples' defaults, serve.Default), which bound a silent stream and a vanished client.
+	Timeouts examples.Timeouts
 	// Telemetry, when on, makes every call a server span
 	// ("orders.v1.Orders/PayOrder", otelgrpc's stats handler), under which
 	// the lock interceptors start lock.acquire and lock.hold (with otellock
@@ -88,7 +92,10 @@ func NewServer(cfg Config) *grpc.Server {
 	recovered := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
 	chain = append(chain, recovery.UnaryServerInterceptor(recovered))
 	schain = append(schain, recovery.StreamServerInterceptor(recovered))
-	opts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(schain...)}
+	if cfg.Timeouts == (examples.Timeouts{}) {
+		cfg.Timeouts = examples.Default
+	}
+	opts := append(cfg.Timeouts.GRPCOptions(), grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(schain...))
 	if t := cfg.Telemetry; t.On() {
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(t.TracerProvider),
 			otelgrpc.WithMeterProvider(t.MeterProvider), otelgrpc.WithPropagators(t.Propagator))))

@@ -19,8 +19,8 @@ import (
 )
 
 // Command is the main of an HTTP example of the orders service: its flags,
-// the lock client on REDIS_URL or -redis (or an embedded miniredis), a
-// banner of the routes, and the router served until SIGINT or SIGTERM. Only
+// the lock client on REDIS_URL or -redis (or an embedded miniredis), the
+// Banner of the routes, and the router served until SIGINT or SIGTERM. Only
 // the name, the default address and the router differ between gin and echo.
 type Command struct {
 	Name      string                    // "gin": the flag set's, the banner's and the error's
@@ -81,10 +81,7 @@ func (c Command) Run(ctx context.Context, args []string, getenv func(string) str
 	if b := tel.Banner(); b != "" {
 		fmt.Fprintln(out, b)
 	}
-	fmt.Fprintln(out, "  POST /orders/:id/pay|refund  lock order:<id> (wait), Lock-Token header = fencing token")
-	fmt.Fprintln(out, "  POST /orders/:id/ship        lock order:<id> (no wait: 409 when busy)")
-	fmt.Fprintln(out, "  POST /tenant/export          lock tenant:<X-Tenant header> (400 without it)")
-	fmt.Fprintln(out, "  GET  /orders/:id             no lock")
+	Banner(out, *noLock)
 	book := orders.Traced(orders.NewStore(*work), inst.TracerProvider)
 	h := c.NewRouter(Config{Client: client, Book: book, NoLock: *noLock, Log: out, Telemetry: inst})
 	return serve.Run(ctx, ln, h, out)

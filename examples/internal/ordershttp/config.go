@@ -4,26 +4,12 @@
 // examples/echo. The demo runs the same routers as its gin and echo
 // replicas, so what the examples show is what the demo measures.
 //
-// The routes, the same on every front end:
+// The routes, the same on every front end, are Routes: each front end
+// registers them from that table, building each route's lock from it, and
+// Banner (which the examples print at startup) describes them from it.
+// Run `go -C examples run ./gin` to see them.
 //
-//	POST /orders/:id/pay?amount=N     lock order:<id>, wait up to Config.Wait, 409 past it
-//	POST /orders/:id/refund?amount=N  lock order:<id>, wait
-//	POST /orders/:id/ship             lock order:<id>, no wait: 409 at once when busy
-//	POST /orders/:id/transfer/:to?amount=N  lock order:<id> and order:<to> together, all or nothing, wait
-//	POST /tenant/export               a permit of export:<X-Tenant header>, at most ExportLimit at once,
-//	                                  wait; 429 + Retry-After past it; 400 without the header
-//	GET  /tenant/settings             read side of settings:<X-Tenant>: readers share
-//	PUT  /tenant/settings?plan=P      write side of settings:<X-Tenant>: alone
-//	GET  /orders/:id                  no lock
-//
-// A transfer locks both of its orders in one canonical order, whichever
-// way the money goes, so two opposite transfers between the same orders
-// cannot deadlock; each order's record is written with its own lock's
-// fencing token.
-//
-// order:<id> is also the key grpclock takes from a gRPC message's
-// LockKey(), so gin, echo and gRPC replicas of one order exclude each
-// other. The order routes send the lock's fencing token back in the
+// The order routes send the lock's fencing token back in the
 // Lock-Token header, and every write carries it into the book, which
 // refuses a token older than the last. A 409 from the lock carries
 // Retry-After; a 409 from the order's rules (refund above the balance,

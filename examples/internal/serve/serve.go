@@ -1,7 +1,8 @@
 // Package serve runs an example's HTTP server: listen, say where, serve
 // until the context ends, shut down gracefully. Framework-free: it takes
 // any http.Handler (a gin engine, an echo instance). Addr and Listen are
-// for every example with a listen address of its own, gRPC's too.
+// for every example with a listen address of its own, gRPC's too, and
+// Timeouts, which bound a slow client, for every server an example starts.
 package serve
 
 import (
@@ -73,10 +74,11 @@ type Server struct {
 	served chan error // what Serve returned; sent once
 }
 
-// Start serves h on lis in a goroutine until Stop. The demo starts its
-// replicas with it on listeners it opened itself.
+// Start serves h on lis in a goroutine until Stop, with the Default
+// timeouts. The demo starts its replicas with it on listeners it opened
+// itself.
 func Start(lis net.Listener, h http.Handler) *Server {
-	s := &Server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, served: make(chan error, 1)}
+	s := &Server{srv: Default.HTTPServer(h), served: make(chan error, 1)}
 	go func() { s.served <- s.srv.Serve(lis) }()
 	return s
 }

@@ -1,0 +1,65 @@
+package ordersgrpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
+	examples "github.com/lockkit/lockkit/examples/internal/serve"
+	"github.com/lockkit/lockkit/internal/redistest"
+)
+
+// A stream that sends its first message and then stays silent holds
+// order:<id> for as long as its connection lives. The server's connection
+// age (Timeouts.ConnectionAge, then ConnectionAgeGrace) ends the
+// connection, and with it the call: the client's call fails, the handler
+// returns, the lock is released and another replica takes it. The test
+// waits for those events; the ages are short here, the defaults minutes.
+func TestSilentStreamCutByConnectionAge(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ev := newEvents()
+	book := newSignalBook(false)
+	timeouts := examples.Default
+	timeouts.ConnectionAge, timeouts.ConnectionAgeGrace = 2*time.Second, time.Second
+	cl := serve(t, Config{Client: newClient(t, srv, ev), Book: book, Wait: 20 * time.Second, Timeouts: timeouts})
+	other := newClient(t, srv, core.NopObserver{})
+
+	imp, err := cl.ImportLines(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendLine(t, imp, "5", "a")
+	book.awaitAdded(t, "a") // the first message took order:5
+	if _, err := other.TryAcquire(ctx, "order:5"); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("order:5 while the stream is open: %v, want ErrNotAcquired", err)
+	}
+
+	// Silent from here on: the client neither sends nor closes.
+	ended := make(chan error, 1)
+	go func() {
+		var r ordersv1.ImportLinesResponse
+		ended <- imp.RecvMsg(&r)
+	}()
+	select {
+	case err := <-ended:
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("the silent stream ended with %v, want Unavailable (the connection closed)", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the silent stream is still open: no connection age")
+	}
+	ev.await(t, ev.released, "order:5")
+	l, err := other.TryAcquire(ctx, "order:5")
+	if err != nil {
+		t.Fatalf("order:5 after the silent stream was cut: %v", err)
+	}
+	_ = l.Release(ctx)
+}
