@@ -37,7 +37,7 @@ type hooks struct {
 // shutdownGrace bounds what the demo's telemetry flush may add to a run:
 // an exporter whose backend does not answer is cut off this long after the
 // load ended, its unsent spans and metrics a warning.
-const shutdownGrace = 2 * time.Second
+const shutdownGrace = 1500 * time.Millisecond
 
 // setupTelemetry is the demo's OpenTelemetry pipeline, from the standard
 // variables (see otelsetup): one MeterProvider for the process, so a
