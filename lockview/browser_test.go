@@ -205,7 +205,9 @@ func TestBrowserShowsHotKeys(t *testing.T) {
 	if err := json.Unmarshal([]byte(html.UnescapeString(between(doc, "<pre>", "</pre>"))), &ix); err != nil {
 		t.Fatalf("the index's JSON: %v\n%s", err, doc)
 	}
-	if len(ix.Views) != 1 || ix.Views[0].Path != "locks/" || ix.Views[0].Owner != "replica-1" || ix.Views[0].Held < 1 || ix.Views[0].Awaited != 1 || ix.Views[0].ContendedKeys < len(hot) {
+	// At least the pinned lock held and payout:77 awaited (a hot key
+	// between two holders of this process is awaited for a moment too).
+	if len(ix.Views) != 1 || ix.Views[0].Path != "locks/" || ix.Views[0].Owner != "replica-1" || ix.Views[0].Held < 1 || ix.Views[0].Awaited < 1 || ix.Views[0].ContendedKeys < len(hot) {
 		t.Errorf("the index's JSON: %+v", ix)
 	}
 
