@@ -52,7 +52,7 @@
 // The page is HTML that reloads itself (meta refresh, WithRefresh) with no
 // script and no outside resource. The same data is JSON (type Snapshot)
 // with ?format=json, or with an Accept header asking for application/json
-// and not text/html.
+// and not text/html; ?keys=all lists every hot key in both.
 //
 // # Keys
 //
