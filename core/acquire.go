@@ -435,7 +435,7 @@ func (e *noAnswer) As(target any) bool { return e.err != nil && errors.As(e.err,
 func (a *acquisition) wait() (err error) {
 	c := a.c
 	a.req.wait = true
-	w, holder, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters, a.info.Start)
+	w, holder, ok := c.enqueue(a.names, a.req, a.cfg.maxWaiters, a.info.Start, a.info.Name)
 	if !ok { // the local queue is full: refused, naming the last holder met if any
 		a.holder = holder
 		if !holder.Seen.IsZero() {

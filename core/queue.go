@@ -175,6 +175,7 @@ type waiter struct {
 	seen0       uint64
 	heldAtStart bool
 	since       time.Time // when it queued (Client.Locks)
+	name        string    // the caller's telemetry name, Name (Client.Locks)
 	// first: its turn came as it queued (nobody ahead, nothing held here),
 	// so it met no holder through the queue and has none to report.
 	first bool
@@ -225,7 +226,7 @@ func (c *Client) queue(n redisNames) *keyQueue {
 // enqueue adds a waiter; false when maxWaiters (> 0) are already waiting
 // (holder is then the last holder the queue met, if any: Seen set). When
 // the waiter queues behind a lease of this Client, holder is that lease.
-func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since time.Time) (w *waiter, holder Holder, ok bool) {
+func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since time.Time, name string) (w *waiter, holder Holder, ok bool) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queue(n)
@@ -238,7 +239,7 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since tim
 		w = &waiter{}
 	}
 	excl := q.names.exclusive()
-	*w = waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: excl && q.held > 0 || q.contended, since: since}
+	*w = waiter{turn: make(chan struct{}, 1), req: req, seen0: q.seen, heldAtStart: excl && q.held > 0 || q.contended, since: since, name: name}
 	q.waiters = append(q.waiters, w)
 	if len(q.waiters) == 1 && (q.held == 0 || !excl) {
 		w.first = true

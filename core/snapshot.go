@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"sort"
 	"time"
 )
@@ -43,7 +44,21 @@ type LockState struct {
 	// (zero when none). Waiters of other processes are not counted.
 	Waiters    int
 	OldestWait time.Time
+	// WaitingNames are the telemetry names (Name) the waiters gave, each
+	// once, in queue order, at most maxWaitingNames of them: which routes
+	// wait. Waiters without a name are counted in Waiters only.
+	WaitingNames []string
+	// Holder is the holder the waiters wait for, as far as this Client
+	// knows it: the holder Redis last named to the queue's head (owner,
+	// fencing token, metadata, when it was seen). Zero when the lock is
+	// held by this Client (Held) or no holder was seen yet.
+	Holder Holder
 }
+
+// maxWaitingNames bounds LockState.WaitingNames: names are route
+// templates, few per key; a caller that names its acquires after the
+// request cannot make a page list thousands.
+const maxWaitingNames = 8
 
 // Locks lists the locks this Client holds or waits for now, sorted by key.
 // It is bounded by the Client's own callers (one entry per key they hold or
@@ -80,6 +95,12 @@ func (c *Client) Locks() []LockState {
 			if s.OldestWait.IsZero() || w.since.Before(s.OldestWait) {
 				s.OldestWait = w.since
 			}
+			if w.name != "" && len(s.WaitingNames) < maxWaitingNames && !slices.Contains(s.WaitingNames, w.name) {
+				s.WaitingNames = append(s.WaitingNames, w.name)
+			}
+		}
+		if !s.Held && q.seen > 0 {
+			s.Holder = q.holder
 		}
 	}
 	c.qmu.Unlock()

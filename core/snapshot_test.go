@@ -5,6 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,22 +47,32 @@ func TestLocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Two callers of c queue behind its own lease on snap:a, one behind
-	// the other Client's lease on snap:b.
+	// Eleven callers of c queue behind its own lease on snap:a, under ten
+	// names (one twice), one behind the other Client's lease on snap:b.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make(chan error, 3)
-	for _, key := range []string{"snap:a", "snap:a", "snap:b"} {
+	type call struct{ key, name string }
+	var calls []call
+	for i := range 10 {
+		calls = append(calls, call{"snap:a", fmt.Sprintf("waiter-%d", i)})
+	}
+	calls = append(calls, call{"snap:a", "waiter-0"}, call{"snap:b", "route-b"})
+	errs := make(chan error, len(calls))
+	for _, cl := range calls {
 		go func() {
-			l, err := c.Acquire(wctx, key)
+			l, err := c.Acquire(wctx, cl.key, core.Name(cl.name))
 			if err == nil {
 				err = l.Release(context.Background())
 			}
 			errs <- err
 		}()
 	}
-	testkit.WaitFor(t, 10*time.Second, "three queued callers", func() bool {
-		return core.Queued(c, "snap:a") == 2 && core.Queued(c, "snap:b") == 1
+	testkit.WaitFor(t, 10*time.Second, "twelve queued callers, snap:b's holder met", func() bool {
+		if core.Queued(c, "snap:a") != 11 || core.Queued(c, "snap:b") != 1 {
+			return false
+		}
+		got := c.Locks()
+		return len(got) == 2 && !got[1].Holder.Seen.IsZero()
 	})
 	now := time.Now()
 	got := c.Locks()
@@ -74,11 +87,28 @@ func TestLocks(t *testing.T) {
 		t.Errorf("snap:a acquired at %v, not within the test's [%v, %v]", a.AcquiredAt, before, now)
 	case !a.Until.After(now) || a.Until.After(now.Add(5*time.Second)):
 		t.Errorf("snap:a until %v, want within (now, now+TTL]", a.Until)
-	case a.Waiters != 2 || a.OldestWait.Before(before) || a.OldestWait.After(now):
-		t.Errorf("snap:a waiters %d oldest %v, want 2 queued during the test", a.Waiters, a.OldestWait)
+	case a.Waiters != 11 || a.OldestWait.Before(before) || a.OldestWait.After(now):
+		t.Errorf("snap:a waiters %d oldest %v, want 11 queued during the test", a.Waiters, a.OldestWait)
+	case !a.Holder.Seen.IsZero():
+		t.Errorf("snap:a is held by c, yet a holder is reported: %+v", a.Holder)
+	}
+	// The waiting routes, each once and at most eight of them.
+	seen := map[string]bool{}
+	for _, n := range a.WaitingNames {
+		if seen[n] || !strings.HasPrefix(n, "waiter-") {
+			t.Errorf("snap:a waiting names %q: %q twice or not a waiter's", a.WaitingNames, n)
+		}
+		seen[n] = true
+	}
+	if len(a.WaitingNames) != 8 {
+		t.Errorf("snap:a waiting names %q: want 8 of the 10 names", a.WaitingNames)
 	}
 	if b.Held || b.Token != 0 || !b.Until.IsZero() || b.Waiters != 1 || b.OldestWait.IsZero() {
 		t.Errorf("snap:b = %+v, want not held by c, one waiter", b)
+	}
+	// Who waits on snap:b, and for whom: the other Client's lease.
+	if !slices.Equal(b.WaitingNames, []string{"route-b"}) || b.Holder.Owner != other.Owner() || b.Holder.Token != lb.Token() {
+		t.Errorf("snap:b waiting %q for %+v; want route-b waiting for %s #%d", b.WaitingNames, b.Holder, other.Owner(), lb.Token())
 	}
 
 	if err := la.Release(ctx); err != nil {
@@ -87,7 +117,7 @@ func TestLocks(t *testing.T) {
 	if err := lb.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for range 3 {
+	for range calls {
 		if err := testkit.Recv(t, errs, 10*time.Second, "a waiter's end"); err != nil && !errors.Is(err, context.Canceled) {
 			t.Fatalf("waiter: %v", err)
 		}

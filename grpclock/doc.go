@@ -12,8 +12,10 @@ at the same time as the HTTP requests (ginlock, echolock) on it.
 
 # Key and name
 
-The key names the resource ("order:42"); the full method is only the lock's
-telemetry name and never part of the key. Every adapter joins key parts with
+The key names the resource ("order:42"); the method is only the lock's
+telemetry name ("orders.v1.Orders/PayOrder": the full method without its
+leading slash, as otelgrpc names the span and writes rpc.method, so lock and
+RPC metrics join on it) and never part of the key. Every adapter joins key parts with
 core.JoinKey, so a PayOrder{order_id: 42} whose message says
 
 	func (r *PayOrderRequest) LockKey() (string, error) { return core.JoinKey("order", r.GetOrderId()) }

@@ -104,7 +104,7 @@ func (s *firstMsgStream) setState(st firstState) {
 // acquire takes the lock for the first message m (RecvMsg calls are never
 // concurrent, so this runs once).
 func (s *firstMsgStream) acquire(m any) error {
-	g, key := adapt.AcquireRequest(&s.c.lock, s.base, &Call{Ctx: s.base, FullMethod: s.method, Msg: m}, s.c.keys, s.method, "")
+	g, key := adapt.AcquireRequest(&s.c.lock, s.base, &Call{Ctx: s.base, FullMethod: s.method, Msg: m}, s.c.keys, lockName(s.method), "")
 	if !g.OK() {
 		return s.refuse(rejection(g, s.method, key))
 	}

@@ -116,7 +116,8 @@ func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.lock.Re
 // AcquireOptions adds core acquire options (core.Reentrant,
 // core.MaxWaiters, core.NoRenew...) to every acquire. core.Wait,
 // core.NoWait, core.TTL and core.Name make the interceptor panic: use this
-// package's Wait, NoWait and TTL (the lock's name is the full method).
+// package's Wait, NoWait and TTL (the lock's name is the method, as
+// otelgrpc names it).
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.lock.Options = append(c.lock.Options, opts...) }
 }

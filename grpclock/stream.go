@@ -30,7 +30,7 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 			return c.serveFirstMessage(srv, ss, info, handler)
 		}
 		ctx := ss.Context()
-		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, c.keys, info.FullMethod, "")
+		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, c.keys, lockName(info.FullMethod), "")
 		if !g.OK() {
 			return c.reject(ctx, ss.SetTrailer, rejection(g, info.FullMethod, key))
 		}

@@ -12,8 +12,9 @@ import (
 
 // UnaryServerInterceptor returns an interceptor that runs each call holding
 // the lock on its key: by default the request message's LockKey(), or what
-// Key / KeyFromMethod say. The full method is the lock's name (telemetry),
-// never part of the key.
+// Key / KeyFromMethod say. The full method without its leading slash
+// ("orders.v1.Orders/PayOrder", as otelgrpc names the call's span and
+// rpc.method) is the lock's name (telemetry), never part of the key.
 //
 // The handler gets a context carrying the lease (core.LeaseFromContext),
 // cancelled when the call ends or the lease is lost (context.Cause
@@ -25,7 +26,7 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 	c := newConfig(client, opts, false)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
-		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, c.keys, info.FullMethod, "")
+		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, c.keys, lockName(info.FullMethod), "")
 		if !g.OK() {
 			return nil, c.reject(ctx, trailer, rejection(g, info.FullMethod, key))
 		}

@@ -201,7 +201,9 @@ func TestUnaryHandlerContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := testkit.Recv(t, got, 10*time.Second, "got")
-	if s.key != "order:42" || s.name != testpb.Test_PayKeyed_FullMethodName || s.ttl != 7*time.Second {
+	// The name is otelgrpc's for the call (span name, rpc.method): the full
+	// method without its leading slash, so lock and RPC telemetry join.
+	if s.key != "order:42" || s.name != "lockkit.grpclock.test.v1.Test/PayKeyed" || s.ttl != 7*time.Second {
 		t.Fatalf("lease key %q name %q ttl %v", s.key, s.name, s.ttl)
 	}
 	if resp.GetToken() <= 0 {

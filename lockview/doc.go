@@ -26,23 +26,33 @@
 // # What it shows
 //
 //   - Held and awaited: from core.Client.Locks, each lock this Client holds
-//     (owner, fencing token, held for, time left to the lease's local
-//     deadline) or queues for (its local waiters and the oldest one's wait).
-//   - Hottest keys by wait: per key, the acquires that ended within the
-//     window (WithWindow, one minute by default; at most WithSamples of the
-//     latest) with their wait p50, p99 and max, how they ended, and the
-//     holder most recently met. The table tracks at most
-//     WithMaxKeys keys: a new key replaces the coldest of a few sampled
-//     entries (wait decaying over the window), so a flood of distinct keys
-//     cannot grow it, and the hot keys stay.
+//     (owner, the holding route, fencing token, held for, time left to the
+//     lease's local deadline) or queues for, with the routes that wait
+//     (the waiters' core.Name) and, when another process holds the lock,
+//     that holder as last met (owner, fencing token, when).
+//   - Contended keys: per key, the acquires that ended within the window
+//     (WithWindow, one minute by default), their wait p50, p99 and max,
+//     how they ended, the routes that acquire the key (every name since it
+//     was tracked, not the last one) and the holder most recently met. A
+//     key keeps its last WithSamples acquires: a key with more within the
+//     window shows those (marked "last N"), and the "covers" column says
+//     the time they span, so a percentile never claims a minute it does
+//     not have. Keys an acquire of this process met held by another lease
+//     come first; the others are counted and listed with ?keys=all. The
+//     table tracks at most WithMaxKeys keys: a new key replaces the
+//     coldest of a few sampled entries (wait decaying over the window),
+//     so a flood of distinct keys cannot grow it, and the hot keys stay.
 //   - Recent losses and recent Redis errors: the last WithRecent of each.
+//
+// A process with several Clients serves one View each, and NewIndex links
+// them on one page (the demo's replicas do).
 //
 // # Formats
 //
 // The page is HTML that reloads itself (meta refresh, WithRefresh) with no
 // script and no outside resource. The same data is JSON (type Snapshot)
 // with ?format=json, or with an Accept header asking for application/json
-// and not text/html.
+// and not text/html; ?keys=all lists every hot key in both.
 //
 // # Keys
 //

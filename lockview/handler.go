@@ -3,6 +3,7 @@ package lockview
 import (
 	"bytes"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"strings"
 
@@ -15,8 +16,9 @@ import (
 // under whatever path it is mounted at, with or without http.StripPrefix;
 // its links and form are relative to the page itself.
 //
-// GET and HEAD only (405 otherwise). ?inspect=KEY looks up KEY's holder
-// when WithInspect is set and is 404 otherwise.
+// GET and HEAD only (405 otherwise). The hot keys are the contended ones
+// unless ?keys=all. ?inspect=KEY looks up KEY's holder when WithInspect
+// is set and is 404 otherwise.
 func (v *View) Handler(c *core.Client) http.Handler {
 	return &handler{v: v, c: c, insp: newInspector(&v.cfg)}
 }
@@ -50,6 +52,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "lockview: format is html or json", http.StatusBadRequest)
 		return
 	}
+	var allHot bool
+	switch q.Get("keys") {
+	case "", "contended":
+	case "all":
+		allHot = true
+	default:
+		http.Error(w, "lockview: keys is contended or all", http.StatusBadRequest)
+		return
+	}
 	var inspected *Inspected
 	if q.Has("inspect") {
 		if !h.v.cfg.inspect {
@@ -66,22 +77,35 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		inspected = res
 	}
-	s := h.v.Snapshot(h.c)
+	s := h.v.snapshot(h.c, allHot)
 	s.Inspect = inspected
-	var buf bytes.Buffer
 	if asJSON {
-		w.Header().Set("Content-Type", "application/json; charset=utf-8")
-		if err := json.NewEncoder(&buf).Encode(&s); err != nil {
-			http.Error(w, "lockview: encode: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-	} else {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := page.Execute(&buf, h.v.pageData(&s)); err != nil {
-			http.Error(w, "lockview: render: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
+		writeJSON(w, &s)
+		return
 	}
+	writeHTML(w, page, h.v.pageData(&s))
+}
+
+// writeJSON answers v as JSON, or 500 if it does not encode.
+func writeJSON(w http.ResponseWriter, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		http.Error(w, "lockview: encode: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeHTML answers t executed on data, or 500 if it fails (nothing of a
+// half-rendered page is sent).
+func writeHTML(w http.ResponseWriter, t *template.Template, data any) {
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		http.Error(w, "lockview: render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
 }
 

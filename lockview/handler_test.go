@@ -46,6 +46,9 @@ func TestFormatsAndMounts(t *testing.T) {
 		{"/debug/locks/", "text/html,application/xhtml+xml,application/json;q=0.9", "text/html", 200},
 		{"/debug/locks/?format=html", "application/json", "text/html", 200},
 		{"/debug/locks/?format=xml", "", "text/plain", 400},
+		{"/debug/locks/?keys=all", "", "text/html", 200},
+		{"/debug/locks/?keys=all&format=json", "", "application/json", 200},
+		{"/debug/locks/?keys=some", "", "text/plain", 400},
 	}
 	for _, tc := range cases {
 		resp, body := r.get(t, http.MethodGet, tc.path, "Accept", tc.accept)
@@ -59,7 +62,7 @@ func TestFormatsAndMounts(t *testing.T) {
 		if tc.wantType == "application/json" && !json.Valid([]byte(body)) {
 			t.Errorf("GET %s: invalid JSON %s", tc.path, body)
 		}
-		if tc.wantType == "text/html" && (!strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `href="?format=json"`)) {
+		if tc.wantType == "text/html" && (!strings.Contains(body, `http-equiv="refresh"`) || !strings.Contains(body, `href="?format=json`)) {
 			t.Errorf("GET %s: page without refresh or relative JSON link:\n%s", tc.path, body)
 		}
 		h := resp.Header
@@ -69,6 +72,62 @@ func TestFormatsAndMounts(t *testing.T) {
 		if strings.Contains(body, "<script") || strings.Contains(body, "http://") || strings.Contains(body, "https://") {
 			t.Errorf("GET %s: the page loads or runs something:\n%s", tc.path, body)
 		}
+	}
+}
+
+// TestIndexFormats: the index of views answers as a view does: HTML with
+// a link to each view, JSON by query or Accept, read-only.
+func TestIndexFormats(t *testing.T) {
+	r := newRig(t)
+	resp, body := r.get(t, http.MethodGet, "/debug/")
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(body, `<a href="locks/">`) || !strings.Contains(body, "<style>") {
+		t.Errorf("index page: %d %q\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	for _, hdr := range [][]string{nil, {"Accept", "application/json"}} {
+		path := "/debug/"
+		if hdr == nil {
+			path += "?format=json"
+		}
+		resp, body := r.get(t, http.MethodGet, path, hdr...)
+		var ix lockview.Index
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || json.Unmarshal([]byte(body), &ix) != nil ||
+			len(ix.Views) != 1 || ix.Views[0].Owner != "replica-1" || ix.Views[0].JSON != "locks/?format=json" {
+			t.Errorf("index JSON (%s %v): %d %q %s", path, hdr, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
+		if resp.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("index JSON: headers %v", resp.Header)
+		}
+	}
+	if resp, _ := r.get(t, http.MethodPost, "/debug/"); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST index: %d", resp.StatusCode)
+	}
+	if resp, _ := r.get(t, http.MethodGet, "/debug/?format=yaml"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("index ?format=yaml: %d", resp.StatusCode)
+	}
+}
+
+// TestUncontendedKeysHidden: by default the hot keys are the contended
+// ones; the others are counted, and listed with ?keys=all.
+func TestUncontendedKeysHidden(t *testing.T) {
+	r := newRig(t, lockview.WithKeys(lockview.KeyRaw))
+	ctx := testkit.Context(t, 30*time.Second)
+	l, err := r.c.Acquire(ctx, "quiet:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, body := r.get(t, http.MethodGet, "/debug/locks/?format=json")
+	var s lockview.Snapshot
+	if err := json.Unmarshal([]byte(body), &s); err != nil || len(s.HotKeys) != 0 || s.HiddenHotKeys != 1 || s.AllHotKeys {
+		t.Errorf("default: %v %+v", err, s)
+	}
+	if _, page := r.get(t, http.MethodGet, "/debug/locks/"); !strings.Contains(page, `href="?keys=all"`) || strings.Contains(page, "quiet:1") {
+		t.Errorf("default page: no link to all keys, or the quiet key shown:\n%s", page)
+	}
+	if s := r.snapshot(t); len(s.HotKeys) != 1 || s.HotKeys[0].Key != "quiet:1" || s.HotKeys[0].Contended || !s.AllHotKeys {
+		t.Errorf("keys=all: %+v", s)
 	}
 }
 

@@ -37,6 +37,7 @@ func newRig(t *testing.T, opts ...lockview.Option) *rig {
 	mux := http.NewServeMux()
 	mux.Handle("/debug/locks/", http.StripPrefix("/debug/locks", v.Handler(c)))
 	mux.Handle("/raw/locks/", v.Handler(c))
+	mux.Handle("/debug/{$}", lockview.NewIndex(lockview.Link{Path: "locks/", View: v, Client: c}))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return &rig{srv: srv, v: v, c: c, ts: ts}
@@ -64,10 +65,11 @@ func (r *rig) get(t *testing.T, method, path string, hdr ...string) (*http.Respo
 	return resp, string(body)
 }
 
-// snapshot is the JSON document at path (default /debug/locks/?format=json).
+// snapshot is the JSON document with every hot key
+// (/debug/locks/?format=json&keys=all).
 func (r *rig) snapshot(t *testing.T) lockview.Snapshot {
 	t.Helper()
-	resp, body := r.get(t, http.MethodGet, "/debug/locks/?format=json")
+	resp, body := r.get(t, http.MethodGet, "/debug/locks/?format=json&keys=all")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET json: %d %s", resp.StatusCode, body)
 	}
@@ -82,15 +84,22 @@ func (r *rig) snapshot(t *testing.T) lockview.Snapshot {
 // and release it, until the returned stop is called (also at cleanup).
 func load(t *testing.T, c *core.Client, keys []string, workers int, hold time.Duration) (stop func()) {
 	t.Helper()
+	return loadAs(t, c, keys, workers, hold, "PUT /orders/:id")
+}
+
+// loadAs is load with the workers' acquires named after routes, worker i
+// of a key by routes[i % len(routes)].
+func loadAs(t *testing.T, c *core.Client, keys []string, workers int, hold time.Duration, routes ...string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, key := range keys {
-		for range workers {
+		for i := range workers {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for ctx.Err() == nil {
-					l, err := c.Acquire(ctx, key, core.Wait(5*time.Second), core.Name("PUT /orders/:id"))
+					l, err := c.Acquire(ctx, key, core.Wait(5*time.Second), core.Name(routes[i%len(routes)]))
 					if err != nil {
 						if ctx.Err() == nil && !errors.Is(err, core.ErrNotAcquired) {
 							t.Errorf("load %s: %v", key, err)

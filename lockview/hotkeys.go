@@ -17,23 +17,36 @@ import (
 const evictSample = 8
 
 // sample is one finished acquire of a tracked key: 16 bytes, so a full
-// table of the defaults (128 keys × 128 samples) is 256 KiB.
+// table of the defaults (256 keys × 128 samples) is 512 KiB.
 type sample struct {
 	at      int64  // end of the acquire, Unix ns
 	waitUs  uint32 // its wait in µs (saturated at ~71 min)
 	outcome core.Outcome
 }
 
+// maxNames bounds the telemetry names a key keeps: names are route
+// templates and RPC methods, a few per key (pay, refund and ship of one
+// order); a name built from requests cannot grow an entry.
+const maxNames = 4
+
 // hotKey is one tracked key: a ring of its recent acquires and a score
 // (wait seconds decaying with the window) that eviction compares.
 type hotKey struct {
 	key       string // "" when the slot is free
 	truncated bool   // key is the first maxKeyLen bytes of longer keys
-	name      string // the telemetry name of its last acquire
+	// names are the telemetry names its acquires gave since it was
+	// tracked, the first maxNames of them; moreNames: others came after.
+	// A key shows them all, not whichever route touched it last.
+	names     [maxNames]string
+	nNames    int
+	moreNames bool
 	ring      []sample
 	next, n   int
 	score     float64
 	scoreAt   int64
+	// metAt is when an acquire of this process last met the key held (a
+	// Contended event): a key is contended within the window if metAt is.
+	metAt int64
 	// The most recently seen holder (by the time it was met, which for a
 	// waiter queued behind its Client's head is earlier than its report),
 	// and how many Redis attempts of this process were refused since the
@@ -135,6 +148,26 @@ func (e *hotKey) scoreNow(now int64, window float64) float64 {
 	return e.score * math.Exp(-dt/window)
 }
 
+// addName adds name to the key's names (a few compares once it is known;
+// a copy only when it is new, so a name cut from a larger buffer does not
+// keep that alive).
+func (e *hotKey) addName(name string) {
+	if name == "" {
+		return
+	}
+	for _, n := range e.names[:e.nNames] {
+		if n == name {
+			return
+		}
+	}
+	if e.nNames == maxNames {
+		e.moreNames = true
+		return
+	}
+	e.names[e.nNames] = strings.Clone(name)
+	e.nNames++
+}
+
 // add records one finished acquire.
 func (e *hotKey) add(at int64, wait time.Duration, o core.Outcome, window float64) {
 	us := wait.Microseconds()
@@ -156,12 +189,28 @@ func (e *hotKey) add(at int64, wait time.Duration, o core.Outcome, window float6
 }
 
 // HotKey is one row of the hot-key table: a key's acquires that ended
-// within the window (at most the ring's size of the latest), with their
-// waits. Durations are milliseconds.
+// within the window, or, when there were more of them than the key keeps
+// (WithSamples), its latest ones (Capped), with their waits. Durations are
+// milliseconds.
 type HotKey struct {
-	Key       string  `json:"key,omitempty"`
-	Truncated bool    `json:"truncated,omitempty"`
-	Name      string  `json:"name,omitempty"`
+	Key       string `json:"key,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+	// Names are the telemetry names (core.Name: route templates, RPC
+	// methods) the key's acquires gave since it was tracked, sorted, at
+	// most four; MoreNames: others too. One key, one set of names,
+	// whichever route touched it last.
+	Names     []string `json:"names,omitempty"`
+	MoreNames bool     `json:"more_names,omitempty"`
+	// Contended: an acquire of this process met the key held by another
+	// lease within the window (its own attempt, or through the local
+	// queue). The page lists contended keys first, and only them unless
+	// asked for all.
+	Contended bool `json:"contended"`
+	// Covers is the time the counts and percentiles cover, ending at the
+	// snapshot: the window, or, when Capped, the span of the key's last
+	// SamplesPerKey acquires (a hot key's can be a second or two).
+	Covers    float64 `json:"covers_ms"`
+	Capped    bool    `json:"capped"`
 	Acquires  int     `json:"acquires"`
 	Acquired  int     `json:"acquired"`
 	Refused   int     `json:"not_acquired"` // contended or timed out
@@ -198,15 +247,20 @@ func (t *hotTable) collect(now int64, window time.Duration) []hotRaw {
 	var out []hotRaw
 	for i := range t.keys[:t.used] {
 		e := &t.keys[i]
-		r := hotRaw{row: HotKey{Key: e.key, Truncated: e.truncated, Name: e.name, RefusedAttempts: e.refused}}
+		r := hotRaw{row: HotKey{Key: e.key, Truncated: e.truncated, RefusedAttempts: e.refused, Contended: e.metAt >= from, MoreNames: e.moreNames}}
+		if e.nNames > 0 {
+			r.row.Names = slices.Sorted(slices.Values(e.names[:e.nNames]))
+		}
 		if e.holderAt != 0 {
 			r.row.LastHolder = &SeenHolder{Owner: e.holderOwner, Token: e.holderToken, Seen: time.Unix(0, e.holderAt)}
 		}
+		oldest := now
 		for j := range e.n {
 			s := e.ring[j]
 			if s.at < from {
 				continue
 			}
+			oldest = min(oldest, s.at)
 			r.waits = append(r.waits, s.waitUs)
 			switch {
 			case s.outcome == core.OutcomeAcquired:
@@ -217,6 +271,13 @@ func (t *hotTable) collect(now int64, window time.Duration) []hotRaw {
 				r.row.Failed++
 			}
 		}
+		// Every sample of a full ring within the window: older acquires
+		// of the window were overwritten, the row covers only these.
+		r.row.Capped = len(r.waits) == len(e.ring)
+		r.row.Covers = ms(window)
+		if r.row.Capped {
+			r.row.Covers = ms(time.Duration(now - oldest))
+		}
 		if len(r.waits) > 0 {
 			out = append(out, r)
 		}
@@ -224,11 +285,16 @@ func (t *hotTable) collect(now int64, window time.Duration) []hotRaw {
 	return out
 }
 
-// rank turns the copied samples into rows, hottest (most wait within the
-// window) first, at most top of them.
-func rank(raw []hotRaw, top int) []HotKey {
-	rows := make([]HotKey, 0, len(raw))
+// rank turns the copied samples into rows, contended keys first, each
+// group hottest (most wait within the window) first, at most top of them;
+// without all, only the contended keys, and hidden counts the others.
+func rank(raw []hotRaw, top int, all bool) (rows []HotKey, hidden int) {
+	rows = make([]HotKey, 0, len(raw))
 	for _, r := range raw {
+		if !all && !r.row.Contended {
+			hidden++
+			continue
+		}
 		slices.Sort(r.waits)
 		var total float64
 		for _, w := range r.waits {
@@ -244,6 +310,11 @@ func rank(raw []hotRaw, top int) []HotKey {
 	}
 	slices.SortStableFunc(rows, func(a, b HotKey) int {
 		switch {
+		case a.Contended != b.Contended:
+			if a.Contended {
+				return -1
+			}
+			return 1
 		case a.WaitTotal > b.WaitTotal:
 			return -1
 		case a.WaitTotal < b.WaitTotal:
@@ -254,7 +325,7 @@ func rank(raw []hotRaw, top int) []HotKey {
 	if len(rows) > top {
 		rows = rows[:top]
 	}
-	return rows
+	return rows, hidden
 }
 
 // percentile is the nearest-rank percentile of sorted (non-empty).

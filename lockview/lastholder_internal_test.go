@@ -22,7 +22,7 @@ func TestLastHolderIsNewestSeen(t *testing.T) {
 	v.rec.Contended(context.Background(), a, newer, 1) // the head's own attempt
 	v.rec.Contended(context.Background(), a, older, 0) // a queued waiter, at the end of its wait
 	v.rec.AcquireEnd(context.Background(), a, core.AcquireResult{Outcome: core.OutcomeTimeout, Waited: time.Second})
-	hk := v.rec.hotKeys(time.Now())
+	hk, _ := v.rec.hotKeys(time.Now(), true)
 	if len(hk) != 1 || hk[0].LastHolder == nil {
 		t.Fatalf("hot keys %+v", hk)
 	}

@@ -112,8 +112,9 @@ func WithWindow(d time.Duration) Option { return func(c *config) { c.window = d 
 func WithMaxKeys(n int) Option { return func(c *config) { c.maxKeys = n } }
 
 // WithSamples sets the size of each tracked key's ring of recent waits
-// (default 128): the percentiles are over at most that many of the key's
-// last acquires within the window.
+// (default 128): the counts and percentiles are over at most that many of
+// the key's last acquires within the window, and a key that had more says
+// so (HotKey.Capped) with the time they cover (HotKey.Covers).
 func WithSamples(n int) Option { return func(c *config) { c.samples = n } }
 
 // WithRecent sets how many recent losses and recent Redis errors are kept

@@ -98,9 +98,7 @@ func (r *recorder) Contended(_ context.Context, a core.AcquireInfo, h core.Holde
 	if attempt > 0 { // a Redis attempt that found the key held, not a queued waiter's report
 		e.refused++
 	}
-	if a.Name != "" {
-		e.name = a.Name
-	}
+	e.metAt = now
 	r.mu.Unlock()
 }
 
@@ -115,9 +113,7 @@ func (r *recorder) AcquireEnd(ctx context.Context, a core.AcquireInfo, res core.
 	r.mu.Lock()
 	e := r.hot.entry(a.Key, at)
 	e.add(at, res.Waited, res.Outcome, r.hot.window)
-	if a.Name != "" {
-		e.name = a.Name
-	}
+	e.addName(a.Name)
 	r.mu.Unlock()
 	return ctx
 }
@@ -166,12 +162,28 @@ func (r *recorder) recent() (losses []lossEvent, lossTotal uint64, errs []errEve
 	return r.losses.newest(), r.losses.total, r.errs.newest(), r.errs.total
 }
 
-// hotKeys is the hot-key table's rows at now.
-func (r *recorder) hotKeys(now time.Time) []HotKey {
+// hotKeys is the hot-key table's rows at now: every key with acquires in
+// the window (all), or the contended ones and how many others there are.
+func (r *recorder) hotKeys(now time.Time, all bool) (rows []HotKey, hidden int) {
 	r.mu.Lock()
 	raw := r.hot.collect(now.UnixNano(), r.cfg.window)
 	r.mu.Unlock()
-	return rank(raw, r.cfg.topKeys)
+	return rank(raw, r.cfg.topKeys, all)
+}
+
+// contendedKeys is how many keys met a holder within the window ending at
+// now (the index's summary; not bounded by the top rows).
+func (r *recorder) contendedKeys(now time.Time) int {
+	from := now.Add(-r.cfg.window).UnixNano()
+	n := 0
+	r.mu.Lock()
+	for i := range r.hot.keys[:r.hot.used] {
+		if r.hot.keys[i].metAt >= from {
+			n++
+		}
+	}
+	r.mu.Unlock()
+	return n
 }
 
 // tracked is how many keys the hot-key table holds (tests).

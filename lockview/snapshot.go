@@ -10,20 +10,26 @@ import (
 // Durations are milliseconds (suffix _ms); keys are shown per the key mode
 // (omitted when hidden).
 type Snapshot struct {
-	Time          time.Time `json:"time"`
-	Owner         string    `json:"owner"`
-	KeyMode       string    `json:"key_mode"`
-	WindowSeconds float64   `json:"window_seconds"`
-	// SamplesPerKey is the size of each hot key's ring: its counts and
-	// percentiles cover at most that many of its latest acquires.
+	Time    time.Time `json:"time"`
+	Owner   string    `json:"owner"`
+	KeyMode string    `json:"key_mode"`
+	// WindowSeconds is how far back the hot keys look (WithWindow).
+	WindowSeconds float64 `json:"window_seconds"`
+	// SamplesPerKey is how many acquires a hot key keeps (WithSamples): a
+	// key with more within the window shows its latest SamplesPerKey
+	// (HotKey.Capped), over the time HotKey.Covers says.
 	SamplesPerKey int `json:"samples_per_key"`
 	// Locks are the locks this process's Client holds or waits for now, at
 	// most the max rows of them; LocksTotal counts them all.
 	Locks      []Lock `json:"locks"`
 	LocksTotal int    `json:"locks_total"`
-	// HotKeys are the keys with the most wait within the window, hottest
-	// first.
-	HotKeys []HotKey `json:"hot_keys"`
+	// HotKeys are the keys acquired within the window, contended ones
+	// first, each group with the most wait first. AllHotKeys: every such
+	// key is listed (the handler's ?keys=all, and View.Snapshot); else
+	// only the contended ones, and HiddenHotKeys counts the others.
+	HotKeys       []HotKey `json:"hot_keys"`
+	AllHotKeys    bool     `json:"all_hot_keys"`
+	HiddenHotKeys int      `json:"hidden_hot_keys"`
 	// Losses and Errors are the latest events, newest first; the totals
 	// count every one since the view began.
 	Losses      []Loss  `json:"losses"`
@@ -36,9 +42,11 @@ type Snapshot struct {
 	Inspect *Inspected `json:"inspect,omitempty"`
 }
 
-// Lock is one lock of this process.
+// Lock is one lock of this process: held by it, or waited for by its
+// callers.
 type Lock struct {
-	Key  string `json:"key,omitempty"`
+	Key string `json:"key,omitempty"`
+	// Name is the holding lease's telemetry name (when Held).
 	Name string `json:"name,omitempty"`
 	// Kind is core.LockState.Kind: mutex, semaphore, read or write.
 	Kind string `json:"kind,omitempty"`
@@ -57,6 +65,13 @@ type Lock struct {
 	Waiters         int        `json:"waiters"`
 	OldestWaitSince *time.Time `json:"oldest_wait_since,omitempty"`
 	OldestWait      float64    `json:"oldest_wait_ms,omitempty"`
+	// Waiting are the routes that wait: the telemetry names the waiters
+	// gave, each once (at most eight).
+	Waiting []string `json:"waiting,omitempty"`
+	// Holder is whom they wait for when another process holds the lock:
+	// the holder last met (owner, fencing token, when), nil when none was
+	// met yet.
+	Holder *SeenHolder `json:"holder,omitempty"`
 }
 
 // Loss is a lease this process lost (or had ended by Client.Close).
@@ -93,9 +108,13 @@ type Inspected struct {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 }
 
-// Snapshot reads c's locks and the Observer's records now. c is the
-// Client whose Observer includes v.Observer().
-func (v *View) Snapshot(c *core.Client) Snapshot {
+// Snapshot reads c's locks and the Observer's records now, every hot key
+// included (AllHotKeys). c is the Client whose Observer includes
+// v.Observer().
+func (v *View) Snapshot(c *core.Client) Snapshot { return v.snapshot(c, true) }
+
+// snapshot is Snapshot with the hot keys all, or only the contended ones.
+func (v *View) snapshot(c *core.Client, allHot bool) Snapshot {
 	now := time.Now()
 	s := Snapshot{
 		Time: now, Owner: c.Owner(), KeyMode: v.cfg.keyMode.String(), WindowSeconds: v.cfg.window.Seconds(),
@@ -108,7 +127,10 @@ func (v *View) Snapshot(c *core.Client) Snapshot {
 	}
 	s.Locks = make([]Lock, 0, len(locks))
 	for _, l := range locks {
-		row := Lock{Key: v.cfg.show(l.Key), Name: l.Name, Kind: l.Kind, Held: l.Held, Waiters: l.Waiters}
+		row := Lock{Key: v.cfg.show(l.Key), Name: l.Name, Kind: l.Kind, Held: l.Held, Waiters: l.Waiters, Waiting: l.WaitingNames}
+		if h := l.Holder; !l.Held && !h.Seen.IsZero() {
+			row.Holder = &SeenHolder{Owner: h.Owner, Token: h.Token, Seen: h.Seen}
+		}
 		if l.Held {
 			at := l.AcquiredAt
 			row.Owner, row.Token, row.AcquiredAt = s.Owner, l.Token, &at
@@ -123,7 +145,8 @@ func (v *View) Snapshot(c *core.Client) Snapshot {
 		}
 		s.Locks = append(s.Locks, row)
 	}
-	s.HotKeys = v.rec.hotKeys(now)
+	s.HotKeys, s.HiddenHotKeys = v.rec.hotKeys(now, allHot)
+	s.AllHotKeys = allHot
 	for i := range s.HotKeys {
 		h := &s.HotKeys[i]
 		h.Key = v.cfg.showTracked(h.Key, h.Truncated)

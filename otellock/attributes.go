@@ -9,8 +9,9 @@ import (
 )
 
 // Attribute keys. Spans carry all of them; metrics carry only AttrName,
-// AttrOutcome and AttrErrorType, so their cardinality is the number of lock
-// names (route templates, RPC methods), never the number of keys.
+// AttrKind, AttrOutcome and AttrErrorType, so their cardinality is the
+// number of lock names (route templates, RPC methods) times a few kinds
+// and outcomes, never the number of keys.
 const (
 	// AttrName is the low-cardinality lock name (core.Name: route template, RPC method).
 	AttrName = attribute.Key("lockkit.lock.name")
@@ -34,7 +35,7 @@ const (
 	AttrFencingToken = attribute.Key("lockkit.lock.fencing_token")
 	// AttrKind is what the lease is (core.AcquireInfo.Kind): mutex,
 	// semaphore, read or write (the sides of a read/write lock), on
-	// lock.acquire and lock.hold.
+	// lock.acquire, lock.hold and every metric.
 	AttrKind = attribute.Key("lockkit.lock.kind")
 	// AttrLimit is a semaphore's number of permits, on its lock.acquire.
 	AttrLimit = attribute.Key("lockkit.lock.limit")

@@ -29,12 +29,13 @@ const (
 
 // otelHeapTolerance is how much the live heap may grow while the observer
 // records acquires under boundedNames names. The attribute set cache fills
-// to its bound (otellock.MaxCachedSets sets of about 350 bytes: 1.4 MiB)
-// and stays there; the SDK keeps at most sdkCardinality series per
-// instrument (about 0.6 MiB with their exemplar reservoirs). Without the
-// bound the cache would keep three or four sets per name here, over
-// 30,000 sets, about 10 MiB.
-const otelHeapTolerance = 3 << 20
+// to its bound (otellock.MaxCachedSets sets of name, kind, outcome and
+// error.type, about 430 bytes each: 1.7 MiB) and stays there; the SDK
+// keeps at most sdkCardinality series per instrument (about 1.3 MiB with
+// their exemplar reservoirs: a histogram keeps one exemplar per bucket,
+// 37 and 42 of them). Without the bound the cache would keep three or four
+// sets per name here, over 30,000 sets, about 13 MiB.
+const otelHeapTolerance = 4 << 20
 
 // Acquires under ten thousand distinct names (as a name taken from the
 // request would give) leave the observer's attribute set cache at its bound

@@ -64,10 +64,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // WithPropagators sets the propagator that writes the holder's span context
 // into the lock's holder metadata and reads it back on the waiter's side
 // (default: the global one, otel.GetTextMapPropagator(), taken when New
-// runs). With no propagator configured anywhere (the global default is a
-// no-op) holders store nothing and waiters get no link to them: set
-// otel.SetTextMapPropagator(propagation.TraceContext{}) as most OpenTelemetry
-// setups do, or pass it here.
+// runs). When it writes nothing — the global default is a no-op until a
+// service sets one — the span context is written as W3C Trace Context
+// anyway, so holder links need no propagator to be configured.
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagators = p })
 }

@@ -64,13 +64,14 @@
 // When a lock is acquired, the span context of the acquiring request (the
 // span in the acquire context, lock.acquire's parent; lock.acquire's own
 // when there is none) is stored next to the lock as holder metadata, in
-// the same write, by the propagator (for W3C Trace Context:
-// "traceparent=00-<trace id>-<span id>-01"). Only the span context is
+// the same write: as the propagator writes it (WithPropagators, else the
+// global one), or as W3C Trace Context when that writes nothing, as the
+// no-op global default does ("traceparent=00-<trace id>-<span id>-01").
+// Holder links so need no propagator set up. Only the span context is
 // written, never the request's baggage. A waiter whose attempt finds the
 // lock held gets that metadata in the same round trip and adds a span link
 // to it, so a tracing UI jumps from the waiting request to the request
-// that held the lock. Without a propagator (the global default is a no-op)
-// there is no metadata and so no link.
+// that held the lock.
 //
 // Every wait says whom it waited for, wherever it waited: a request queued
 // in its Client's local queue behind another request of the same process
@@ -84,17 +85,34 @@
 // # Metrics
 //
 // All durations are in seconds. Metric attributes are lockkit.lock.name,
-// lockkit.lock.outcome and error.type only, never the key:
+// lockkit.lock.kind (mutex, semaphore, read, write: the readers and the
+// writers of one route are two series), lockkit.lock.outcome and
+// error.type only, never the key:
 //
-//	lockkit.lock.acquire.duration  histogram       Acquire time, waiting included (name, outcome, error.type)
-//	lockkit.lock.hold.duration     histogram       acquisition → release or loss (name, error.type on an abnormal end)
-//	lockkit.lock.contentions       counter         holders met by waits, one per distinct holder per acquire (name)
-//	lockkit.lock.acquisitions      counter         acquire calls (name, outcome, error.type)
-//	lockkit.lock.renewals          counter         renewal rounds (name, outcome ok|lost|error, error.type)
-//	lockkit.lock.losses            counter         leases ended without Release (name, error.type lost|closed)
-//	lockkit.lock.held              up-down counter leases held now (name)
-//	lockkit.lock.pending           up-down counter acquire calls in progress (name)
-//	lockkit.lock.unlocked          counter         handlers run unlocked, fail-open (name, error.type)
+//	lockkit.lock.acquire.duration  histogram       Acquire time, waiting included (name, kind, outcome, error.type)
+//	lockkit.lock.hold.duration     histogram       acquisition → release or loss (name, kind, error.type on an abnormal end)
+//	lockkit.lock.contentions       counter         holders met by waits, one per distinct holder per acquire (name, kind)
+//	lockkit.lock.acquisitions      counter         acquire calls (name, kind, outcome, error.type)
+//	lockkit.lock.renewals          counter         renewal rounds (name, kind, outcome ok|lost|error, error.type)
+//	lockkit.lock.losses            counter         leases ended without Release (name, kind, error.type lost|closed)
+//	lockkit.lock.held              up-down counter leases held now (name, kind)
+//	lockkit.lock.pending           up-down counter acquire calls in progress (name, kind)
+//	lockkit.lock.unlocked          counter         handlers run unlocked, fail-open (name, kind, error.type)
+//
+// The histograms' bucket boundaries are chosen for locks and applied by
+// default (advisory boundaries: a view of the SDK that sets its own
+// aggregation wins). They are the E6 series, six per decade, from 100 µs
+// to 68 s:
+//
+//	0.0001 0.00015 0.00022 0.00033 0.00047 0.00068  (100 µs … 680 µs: local hand-offs)
+//	0.001  0.0015  0.0022  0.0033  0.0047  0.0068   (1 ms …: Redis round trips, short holds)
+//	0.01 … 0.068, 0.1 … 0.68, 1 … 6.8, 10 … 68       (request holds, waits, wait budgets)
+//
+// No bucket is wider than a factor 1.5, so a quantile estimated from them
+// (Prometheus's histogram_quantile interpolates within the bucket that
+// holds it) is within a factor 1.5 of the true one; past 68 s a wait is in
+// the overflow bucket. lockkit.lock.hold.duration adds 150, 300, 600,
+// 1800 and 3600 for background jobs that hold a lock for minutes.
 //
 // error.type values: on an acquire, the name of its core.Outcome (timeout,
 // contended, canceled, deadline_exceeded, unavailable, bad_key,
@@ -109,7 +127,7 @@
 // which drops spans rather than block when its queue is full. A
 // SimpleSpanProcessor exports synchronously inside span.End, and so would
 // make acquire and renewal wait for the exporter. Metric attribute sets
-// are cached per (name, outcome, error.type), so recording allocates
+// are cached per (name, kind, outcome, error.type), so recording allocates
 // nothing once warm. The cache keeps at most 4096 sets, so a name taken
 // from requests (which core.Name should never be) cannot grow it without
 // bound; past that, recording allocates per measurement.

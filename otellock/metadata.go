@@ -17,26 +17,41 @@ import (
 // whole past core.MaxMetadataLen is left out rather than cut, the longest
 // first.
 
+// holderFormat is how the holder's span context is written when the
+// configured propagator writes none: the global default is a no-op until a
+// service sets one, and a baggage-only propagator carries no span context.
+// A holder link is otellock's own business, between the holder's and the
+// waiter's observers, so it does not depend on the service's choice.
+var holderFormat propagation.TextMapPropagator = propagation.TraceContext{}
+
 // encodeHolder is what a holder stores next to the lock: the span context
-// sc as the propagator writes it. Empty when sc is invalid (no tracing) or
-// the propagator writes nothing (the no-op global default).
+// sc as the propagator writes it, or as W3C Trace Context when it writes
+// nothing. Empty when sc is invalid (no tracing).
 func encodeHolder(p propagation.TextMapPropagator, sc trace.SpanContext) string {
 	if !sc.IsValid() {
 		return ""
 	}
 	var c injectCarrier
-	p.Inject(trace.ContextWithSpanContext(context.Background(), sc), &c)
+	ctx := trace.ContextWithSpanContext(context.Background(), sc)
+	p.Inject(ctx, &c)
+	if len(c.fields) == 0 {
+		holderFormat.Inject(ctx, &c)
+	}
 	return c.String()
 }
 
-// decodeHolder reads the span context a holder stored; invalid when there is
-// none or it does not parse.
+// decodeHolder reads the span context a holder stored, by the propagator
+// or else as W3C Trace Context (a holder whose propagator wrote nothing);
+// invalid when there is none or it does not parse.
 func decodeHolder(p propagation.TextMapPropagator, meta string) trace.SpanContext {
 	if meta == "" {
 		return trace.SpanContext{}
 	}
-	ctx := p.Extract(context.Background(), metaCarrier{meta})
-	return trace.SpanContextFromContext(ctx)
+	sc := trace.SpanContextFromContext(p.Extract(context.Background(), metaCarrier{meta}))
+	if !sc.IsValid() {
+		sc = trace.SpanContextFromContext(holderFormat.Extract(context.Background(), metaCarrier{meta}))
+	}
+	return sc
 }
 
 // injectCarrier collects the propagator's fields, then writes as many as

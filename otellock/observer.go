@@ -112,7 +112,7 @@ func holdFrom(ctx context.Context) trace.Span {
 // AcquireStart starts lock.acquire as a child of the span in ctx (the
 // request's) and counts a pending acquire.
 func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context.Context {
-	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
+	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
 	sctx, span := o.tracer.Start(ctx, SpanAcquire, o.spanOpts...)
 	if span.IsRecording() {
 		if a.Limit > 0 {
@@ -178,7 +178,7 @@ func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Hol
 		}
 		st.holders = append(st.holders, id)
 	}
-	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
+	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
 	if st == nil || !st.span.IsRecording() {
 		return
 	}
@@ -220,8 +220,8 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	if r.Outcome != core.OutcomeAcquired {
 		et = outcome // the outcome is the error's class: one taxonomy
 	}
-	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, "", "").add...)
-	mo := o.m.attrs.get(a.Name, outcome, et)
+	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
+	mo := o.m.attrs.get(a.Name, kindOf(a), outcome, et)
 	o.m.acquisitions.Add(ctx, 1, mo.add...)
 	o.m.acquireDur.Record(ctx, r.Waited.Seconds(), mo.rec...)
 
@@ -253,7 +253,7 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	if r.Outcome != core.OutcomeAcquired {
 		return ctx
 	}
-	o.m.held.Add(ctx, 1, o.m.attrs.get(a.Name, "", "").add...)
+	o.m.held.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
 	if !o.cfg.holdSpan {
 		return base
 	}
@@ -274,6 +274,14 @@ func kindOf(a core.AcquireInfo) string {
 		return core.KindMutex
 	}
 	return a.Kind
+}
+
+// leaseKind is kindOf for a lease's events.
+func leaseKind(l core.LeaseInfo) string {
+	if l.Kind == "" {
+		return core.KindMutex
+	}
+	return l.Kind
 }
 
 // acquireFailed: an acquire that ended so is the lock's failure to do its
@@ -300,7 +308,7 @@ func (o *observer) Renewed(ctx context.Context, l core.LeaseInfo, err error) {
 			outcome = RenewLost
 		}
 	}
-	o.m.renewals.Add(ctx, 1, o.m.attrs.get(l.Name, outcome, et).add...)
+	o.m.renewals.Add(ctx, 1, o.m.attrs.get(l.Name, leaseKind(l), outcome, et).add...)
 	if span := holdFrom(ctx); span != nil && span.IsRecording() {
 		if err == nil {
 			span.AddEvent(EventRenewed, trace.WithAttributes(AttrOutcome.String(outcome)))
@@ -318,7 +326,7 @@ func (o *observer) Lost(ctx context.Context, l core.LeaseInfo, cause error) {
 		et = "lost"
 	}
 	o.leaseEnded(ctx, l, et)
-	o.m.losses.Add(ctx, 1, o.m.attrs.get(l.Name, "", et).add...)
+	o.m.losses.Add(ctx, 1, o.m.attrs.get(l.Name, leaseKind(l), "", et).add...)
 	if span := holdFrom(ctx); span != nil {
 		span.SetAttributes(AttrErrorType.String(et))
 		span.SetStatus(codes.Error, o.describe(cause, et))
@@ -341,15 +349,15 @@ func (o *observer) Released(ctx context.Context, l core.LeaseInfo, err error) {
 }
 
 func (o *observer) leaseEnded(ctx context.Context, l core.LeaseInfo, et string) {
-	o.m.held.Add(ctx, -1, o.m.attrs.get(l.Name, "", "").add...)
-	o.m.holdDur.Record(ctx, l.Held.Seconds(), o.m.attrs.get(l.Name, "", et).rec...)
+	o.m.held.Add(ctx, -1, o.m.attrs.get(l.Name, leaseKind(l), "", "").add...)
+	o.m.holdDur.Record(ctx, l.Held.Seconds(), o.m.attrs.get(l.Name, leaseKind(l), "", et).rec...)
 }
 
 // Unlocked counts a handler that ran without the lock (fail-open) and marks
 // it on the request's span.
 func (o *observer) Unlocked(ctx context.Context, a core.AcquireInfo, err error) {
 	et := errorType(err)
-	o.m.unlocked.Add(ctx, 1, o.m.attrs.get(a.Name, "", et).add...)
+	o.m.unlocked.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", et).add...)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		kv := []attribute.KeyValue{AttrErrorType.String(et)}
 		if a.Name != "" {

@@ -349,7 +349,7 @@ func TestWithoutHoldSpan(t *testing.T) {
 		t.Fatalf("%d lock.hold spans with WithHoldSpan(false)", n)
 	}
 	tel.one(t, otellock.SpanAcquire)
-	if n, _ := histCount(t, tel.collect(t), otellock.MetricHoldDuration); n != 1 {
+	if n, _ := histCount(t, tel.collect(t), otellock.MetricHoldDuration, mutex); n != 1 {
 		t.Fatalf("hold.duration count %d, want 1", n)
 	}
 }

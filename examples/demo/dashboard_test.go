@@ -33,9 +33,10 @@ type panel struct {
 	Title      string     `json:"title"`
 	Datasource datasource `json:"datasource"`
 	Targets    []struct {
-		RefID      string     `json:"refId"`
-		Expr       string     `json:"expr"`
-		Datasource datasource `json:"datasource"`
+		RefID        string     `json:"refId"`
+		Expr         string     `json:"expr"`
+		LegendFormat string     `json:"legendFormat"`
+		Datasource   datasource `json:"datasource"`
 	} `json:"targets"`
 }
 
@@ -57,8 +58,8 @@ type variable struct {
 // the datasource variable, so the dashboard imports into any Grafana.
 const dsUID = "${DS_PROMETHEUS}"
 
-// query is one panel target's expression.
-type query struct{ panel, ref, expr string }
+// query is one panel target's expression and legend.
+type query struct{ panel, ref, expr, legend string }
 
 func (q query) String() string { return q.panel + "/" + q.ref }
 
@@ -79,7 +80,7 @@ func (d dashboard) queries() []query {
 	var qs []query
 	for _, p := range d.Panels {
 		for _, tg := range p.Targets {
-			qs = append(qs, query{panel: p.Title, ref: tg.RefID, expr: tg.Expr})
+			qs = append(qs, query{panel: p.Title, ref: tg.RefID, expr: tg.Expr, legend: tg.LegendFormat})
 		}
 	}
 	return qs
@@ -207,10 +208,17 @@ func grouping(expr string) []string {
 	return ls
 }
 
-// hasFallback reports whether expr falls back to a zero per lock name (or
-// on (lockkit_lock_name) ...): its series need not carry the grouping
-// labels of the rare event it counts.
-func hasFallback(expr string) bool { return strings.Contains(expr, "or on (lockkit_lock_name)") }
+// legendLabel is a {{label}} of a legend format.
+var legendLabel = regexp.MustCompile(`\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}`)
+
+// legendLabels are the labels q's legend shows.
+func (q query) legendLabels() []string {
+	var ls []string
+	for _, m := range legendLabel.FindAllStringSubmatch(q.legend, -1) {
+		ls = append(ls, m[1])
+	}
+	return ls
+}
 
 // checkStatic checks an expression without a Prometheus: every selector
 // is a metric the exporter served, filtered by the name variable and
@@ -253,18 +261,19 @@ func checkStatic(expr string, k known) []string {
 	return errs
 }
 
-// checkLive evaluates expr at time at, the name variable set to nameRE,
+// checkLive evaluates q at time at, the name variable set to nameRE,
 // and checks the answer: at least one series, each with a lock name
-// (matching name when it is not empty) and, unless the expression falls
-// back to zeros, every label it groups by; at least one value a number.
-func checkLive(prom *promtest.Server, expr string, at time.Time, nameRE, name string) []string {
-	q := expand(expr, nameRE)
-	res, err := prom.Query(q, at)
+// (matching name when it is not empty), every label it groups by and
+// every label its legend shows (a zero fallback's series too: a series
+// without one is a blank in the legend); at least one value a number.
+func checkLive(prom *promtest.Server, q query, at time.Time, nameRE, name string) []string {
+	expr := expand(q.expr, nameRE)
+	res, err := prom.Query(expr, at)
 	if err != nil {
 		return []string{err.Error()}
 	}
 	if len(res) == 0 {
-		return []string{fmt.Sprintf("no series for %s", q)}
+		return []string{fmt.Sprintf("no series for %s", expr)}
 	}
 	var errs []string
 	finite := false
@@ -276,11 +285,14 @@ func checkLive(prom *promtest.Server, expr string, at time.Time, nameRE, name st
 		case name != "" && n != name:
 			errs = append(errs, fmt.Sprintf("series %v: the name variable was %q", s.Labels, name))
 		}
-		if !hasFallback(expr) {
-			for _, l := range grouping(expr) {
-				if _, ok := s.Labels[l]; !ok {
-					errs = append(errs, fmt.Sprintf("series %v has no %s, which the query groups by", s.Labels, l))
-				}
+		for _, l := range grouping(q.expr) {
+			if _, ok := s.Labels[l]; !ok {
+				errs = append(errs, fmt.Sprintf("series %v has no %s, which the query groups by", s.Labels, l))
+			}
+		}
+		for _, l := range q.legendLabels() {
+			if _, ok := s.Labels[l]; !ok {
+				errs = append(errs, fmt.Sprintf("series %v has no %s, which the legend shows", s.Labels, l))
 			}
 		}
 		if !math.IsNaN(s.Value) && !math.IsInf(s.Value, 0) {

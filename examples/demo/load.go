@@ -319,18 +319,22 @@ func (cfg config) orderID(rng *rand.Rand) string {
 // their exports meet the limit and their settings readers meet.
 const tenants = 2
 
-// drive sends requests from cfg.concurrency clients for cfg.duration,
-// each client turning over the replicas in turn (a stream goes to the next
-// replica that serves streams: the gRPC one), and prints a progress line
-// every half second. Requests in flight at the end are finished, not cut.
+// drive sends requests from cfg.concurrency clients for cfg.duration and
+// then, with cfg.each, until every replica has answered every kind of
+// request it serves cfg.each times (a loaded machine serves fewer in the
+// same time: the run counts requests, not seconds), and while the tests'
+// keepGoing hook asks for more; at most maxDuration in all. Each client
+// turns over the replicas in turn (a stream goes to the next replica that
+// serves streams: the gRPC one), and a progress line is printed every half
+// second. Requests in flight at the end are finished, not cut.
 func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, out io.Writer) time.Duration {
 	start := time.Now()
-	end := start.Add(cfg.duration)
+	var enough atomic.Bool
 	var wg sync.WaitGroup
 	for w := range cfg.concurrency {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(w)))
-			for i := w; time.Now().Before(end) && ctx.Err() == nil; i++ {
+			for i := w; !enough.Load() && ctx.Err() == nil; i++ {
 				r := cfg.pick(rng)
 				k := i % len(targets)
 				for j := 0; !targets[k].serves(r.op) && j < len(targets); j++ {
@@ -349,6 +353,9 @@ func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, 
 	go func() { wg.Wait(); close(done) }()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
+	check := time.NewTicker(50 * time.Millisecond)
+	defer check.Stop()
+	var askedAt time.Time
 	for {
 		select {
 		case <-done:
@@ -357,8 +364,34 @@ func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, 
 			return elapsed
 		case <-tick.C:
 			progress(out, "", time.Since(start), tallies)
+		case now := <-check.C:
+			switch {
+			case enough.Load():
+			case now.Sub(start) >= maxDuration:
+				enough.Store(true)
+			case now.Sub(start) < cfg.duration || len(missing(cfg.each, targets, tallies)) > 0:
+			case cfg.hooks.keepGoing == nil:
+				enough.Store(true)
+			case now.Sub(askedAt) >= 250*time.Millisecond: // the hook may ask a server
+				askedAt = now
+				enough.Store(!cfg.hooks.keepGoing())
+			}
 		}
 	}
+}
+
+// missing lists the kinds of request some replica has answered fewer
+// than each times, as "replica op (n)".
+func missing(each int, targets []target, tallies []*tally) []string {
+	var m []string
+	for k, t := range targets {
+		for o := range nOps {
+			if n := tallies[k].ops[o].Load(); t.serves(o) && n < int64(each) {
+				m = append(m, fmt.Sprintf("%s %s (%d)", replicaNames[k], opPaths[o], n))
+			}
+		}
+	}
+	return m
 }
 
 func progress(out io.Writer, label string, elapsed time.Duration, tallies []*tally) {

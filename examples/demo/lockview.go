@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
 	"net"
 	"net/http"
 	"time"
 
 	"github.com/lockkit/lockkit/examples/internal/serve"
+	"github.com/lockkit/lockkit/lockview"
 )
 
 // lockViewPath is where the demo mounts each replica's lock view:
@@ -17,8 +17,9 @@ import (
 const lockViewPath = "/debug/locks/"
 
 // serveLockViews serves each replica's lock view (lockview, keys shown
-// raw: the demo's keys name made-up orders) on addr, with an index page
-// linking them, while the demo runs. A service in production would mount
+// raw: the demo's keys name made-up orders) on addr, with an index
+// (lockview.NewIndex: a page, or JSON with ?format=json) linking them,
+// while the demo runs. A service in production would mount
 // its one view next to its other debug endpoints; the demo's three
 // replicas share a process, so they share a debug server. It returns the
 // index's URL and a stop function.
@@ -28,15 +29,12 @@ func serveLockViews(addr string, reps []*replica) (url string, stop func(), err 
 		return "", nil, fmt.Errorf("lock view: %w", err)
 	}
 	mux := http.NewServeMux()
-	names := make([]string, 0, len(reps))
+	links := make([]lockview.Link, 0, len(reps))
 	for _, r := range reps {
 		mux.Handle(lockViewPath+r.name+"/", r.view.Handler(r.lock))
-		names = append(names, r.name)
+		links = append(links, lockview.Link{Path: r.name + "/", View: r.view, Client: r.lock})
 	}
-	mux.HandleFunc("GET "+lockViewPath+"{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_ = lockViewIndex.Execute(w, names)
-	})
+	mux.Handle(lockViewPath+"{$}", lockview.NewIndex(links...))
 	srv := serve.Default.HTTPServer(mux)
 	done := make(chan struct{})
 	go func() {
@@ -53,10 +51,3 @@ func serveLockViews(addr string, reps []*replica) (url string, stop func(), err 
 	}
 	return "http://" + lis.Addr().String() + lockViewPath, stop, nil
 }
-
-var lockViewIndex = template.Must(template.New("index").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>lockkit demo: lock views</title></head>
-<body><h1>Lock views of the demo's replicas</h1><ul>
-{{range .}}<li><a href="{{.}}/">{{.}}</a> (<a href="{{.}}/?format=json">JSON</a>)</li>
-{{end}}</ul></body></html>
-`))

@@ -12,7 +12,8 @@
 //	REDIS_URL='redis://10.0.0.1:26379?master_name=orders&addr=10.0.0.2:26379' go -C examples run ./demo # a Sentinel group
 //	go -C examples run ./demo -nolock     # the same traffic without the lock: the witness fails
 //
-// For a few seconds many clients pay, refund and ship a few hot orders and
+// For a few seconds (or, with -each N, until every replica has answered
+// every kind of request N times) many clients pay, refund and ship a few hot orders and
 // many cold ones over all three replicas (pay and refund wait for the lock,
 // ship does not: 409 / Aborted while the order is busy), and now and then
 // import line items into the same orders or export them over the gRPC
@@ -88,6 +89,7 @@ func main() {
 // config is the demo's flags.
 type config struct {
 	duration    time.Duration
+	each        int // after duration, until every replica answered every kind of request this many times
 	concurrency int
 	orders, hot int
 	work, wait  time.Duration
@@ -105,6 +107,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long the clients send requests (at most 5m)")
+	fs.IntVar(&cfg.each, "each", 0, "then go on until every replica has answered every kind of request it serves this many times (at most 5m in all)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 24, "clients sending requests at once")
 	fs.IntVar(&cfg.orders, "orders", 200, "cold orders (each gets few requests)")
 	fs.IntVar(&cfg.hot, "hot", 3, "hot orders (together they get half the requests)")
@@ -126,6 +129,8 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	case cfg.duration <= 0 || cfg.duration > maxDuration:
 		return cfg, fmt.Errorf("-duration must be in (0, %v], got %v", maxDuration, cfg.duration)
+	case cfg.each < 0 || cfg.each > 100_000:
+		return cfg, fmt.Errorf("-each must be in [0, 100000], got %d", cfg.each)
 	case cfg.concurrency < 1 || cfg.concurrency > 1024:
 		return cfg, fmt.Errorf("-concurrency must be in [1, 1024], got %d", cfg.concurrency)
 	case cfg.orders < 1:

@@ -23,6 +23,18 @@ type lockStats struct {
 	outcomes map[core.Outcome]int
 	unlocked int
 	keys     map[string]*keyStats
+	names    map[nameKind]*nameStats
+}
+
+// nameKind is one series of the dashboard: a lock name (route template,
+// RPC method) and the kind of lease (mutex, semaphore, read, write).
+type nameKind struct{ name, kind string }
+
+// nameStats is one name and kind's share: what otellock's histograms
+// record for that series.
+type nameStats struct {
+	acquires     int
+	waits, holds []time.Duration // waits of acquires that got the lock
 }
 
 // keyStats is one key's share of the acquires.
@@ -33,7 +45,7 @@ type keyStats struct {
 }
 
 func newLockStats() *lockStats {
-	return &lockStats{outcomes: map[core.Outcome]int{}, keys: map[string]*keyStats{}}
+	return &lockStats{outcomes: map[core.Outcome]int{}, keys: map[string]*keyStats{}, names: map[nameKind]*nameStats{}}
 }
 
 // acquireMark travels in the context AcquireStart returns, so Contended can
@@ -69,9 +81,12 @@ func (s *lockStats) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.A
 	if (m != nil && m.contended.Load()) || r.Outcome == core.OutcomeContended || r.Outcome == core.OutcomeTimeout {
 		k.contended++
 	}
+	n := s.series(a.Name, a.Kind)
+	n.acquires++
 	if r.Outcome == core.OutcomeAcquired {
 		s.waits = append(s.waits, r.Waited)
 		k.waits = append(k.waits, r.Waited)
+		n.waits = append(n.waits, r.Waited)
 	}
 	return ctx
 }
@@ -79,7 +94,22 @@ func (s *lockStats) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.A
 func (s *lockStats) Released(_ context.Context, l core.LeaseInfo, _ error) {
 	s.mu.Lock()
 	s.holds = append(s.holds, l.Held)
+	n := s.series(l.Name, l.Kind)
+	n.holds = append(n.holds, l.Held)
 	s.mu.Unlock()
+}
+
+// series is name and kind's stats, made on first use; s.mu held.
+func (s *lockStats) series(name, kind string) *nameStats {
+	if kind == "" {
+		kind = core.KindMutex
+	}
+	n := s.names[nameKind{name, kind}]
+	if n == nil {
+		n = &nameStats{}
+		s.names[nameKind{name, kind}] = n
+	}
+	return n
 }
 
 func (s *lockStats) Unlocked(context.Context, core.AcquireInfo, error) {

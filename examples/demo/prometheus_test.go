@@ -101,31 +101,39 @@ func TestPrometheusDashboardLockSource(t *testing.T) {
 	const good = `sum by (lockkit_lock_name, lockkit_lock_outcome) (rate(lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}[$__rate_interval]))`
 	for _, tc := range []struct {
 		name, expr, static, live string // what each check's error must contain; "" = no error
+		legend                   string
 	}{
-		{"good", good, "", ""},
+		{"good", good, "", "", "{{lockkit_lock_name}} {{lockkit_lock_outcome}}"},
 		{"metric name guessed from the OTel name",
 			`histogram_quantile(0.99, sum by (lockkit_lock_name, le) (rate(lockkit_lock_acquire_duration_bucket{lockkit_lock_name=~"$name"}[$__rate_interval])))`,
-			"no such metric", "no series"},
+			"no such metric", "no series", ""},
 		{"counter without _total",
 			`sum by (lockkit_lock_name) (rate(lockkit_lock_contentions{lockkit_lock_name=~"$name"}[$__rate_interval]))`,
-			"no such metric", "no series"},
+			"no such metric", "no series", ""},
 		{"OTel attribute name as the label",
 			`sum by (name) (rate(lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}[$__rate_interval]))`,
-			"by (name)", "has no lockkit_lock_name"},
+			"by (name)", "has no lockkit_lock_name", ""},
 		{"outcome label misnamed",
 			`sum by (lockkit_lock_name, outcome) (rate(lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}[$__rate_interval]))`,
-			"by (outcome)", "has no outcome"},
+			"by (outcome)", "has no outcome", ""},
 		{"name variable ignored",
 			`sum by (lockkit_lock_name) (lockkit_lock_held)`,
-			"neither a selector", "the name variable was"},
+			"neither a selector", "the name variable was", ""},
 		{"misspelled metric behind a zero fallback",
-			`sum by (lockkit_lock_name, error_type) (increase(lockkit_lock_loses_total{lockkit_lock_name=~"$name"}[$__rate_interval])) or on (lockkit_lock_name) (0 * sum by (lockkit_lock_name) (lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}))`,
-			"no such metric", ""}, // the zeros answer: only the static check sees it
+			`sum by (lockkit_lock_name, error_type) (increase(lockkit_lock_loses_total{lockkit_lock_name=~"$name"}[$__rate_interval])) or on (lockkit_lock_name) label_replace(0 * sum by (lockkit_lock_name) (lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}), "error_type", "lost", "", "")`,
+			"no such metric", "", ""}, // the zeros answer: only the static check sees it
+		{"zero fallback without the legend's label (a blank legend)",
+			`sum by (lockkit_lock_name, lockkit_lock_outcome) (rate(lockkit_lock_renewals_total{lockkit_lock_name=~"$name"}[$__rate_interval])) or on (lockkit_lock_name) (0 * sum by (lockkit_lock_name) (lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}))`,
+			"", "has no lockkit_lock_outcome", "{{lockkit_lock_name}} {{lockkit_lock_outcome}}"},
+		{"legend of a label the query drops",
+			`sum by (lockkit_lock_name) (rate(lockkit_lock_acquisitions_total{lockkit_lock_name=~"$name"}[$__rate_interval]))`,
+			"", "which the legend shows", "{{lockkit_lock_name}} {{lockkit_lock_outcome}}"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			static := strings.Join(checkStatic(tc.expr, k), "; ")
-			live := strings.Join(append(checkLive(prom, tc.expr, at, ".*", ""),
-				checkLive(prom, tc.expr, at, promqlRegex(sourceName), sourceName)...), "; ")
+			q := query{expr: tc.expr, legend: tc.legend}
+			live := strings.Join(append(checkLive(prom, q, at, ".*", ""),
+				checkLive(prom, q, at, promqlRegex(sourceName), sourceName)...), "; ")
 			for _, c := range []struct{ check, got, want string }{{"static", static, tc.static}, {"live", live, tc.live}} {
 				switch {
 				case c.want == "" && c.got != "":
@@ -162,10 +170,10 @@ func checkDashboard(t *testing.T, prom *promtest.Server, at time.Time, d dashboa
 	}
 	t.Logf("lock names %q; most contended %q; evaluating at %s", names, hottest, at.Format(time.RFC3339Nano))
 	for _, q := range d.queries() {
-		for _, e := range checkLive(prom, q.expr, at, ".*", "") {
+		for _, e := range checkLive(prom, q, at, ".*", "") {
 			t.Errorf("%s, name All: %s\n\t%s", q, e, q.expr)
 		}
-		for _, e := range checkLive(prom, q.expr, at, promqlRegex(hottest), hottest) {
+		for _, e := range checkLive(prom, q, at, promqlRegex(hottest), hottest) {
 			t.Errorf("%s, name %q: %s\n\t%s", q, hottest, e, q.expr)
 		}
 	}

@@ -35,7 +35,7 @@ type lockSource struct {
 // Names the source records under.
 const (
 	sourceName     = "POST /orders/:id/pay"
-	sourceLostName = "/orders.v1.Orders/ImportLines"
+	sourceLostName = "orders.v1.Orders/ImportLines"
 )
 
 // startLockSource records every metric, then serves them on a loopback port

@@ -10,6 +10,7 @@ import (
 const (
 	titleRequests = "requests, by replica and outcome (client side)"
 	titleLocks    = "locks, from the Observer on each replica's lock client"
+	titleNames    = "locks by name and kind, all replicas (the dashboard's series)"
 	titleKeys     = "hottest keys (acquires that found the lock held by another request)"
 	titleTokens   = "fencing tokens of"
 	titleWitness  = "witness (counted inside the handlers, checked against the order book)"
@@ -62,6 +63,13 @@ func report(out io.Writer, res *result) {
 	}
 	fmt.Fprintln(out, "  wait: acquire start to lock held (AcquireEnd's Waited); hold: lock held to released (Released's Held);")
 	fmt.Fprintln(out, "  found held: acquires that found another request holding the order (on any replica)")
+
+	fmt.Fprintf(out, "\n%s\n", titleNames)
+	fmt.Fprintf(out, "  %-30s %-9s %9s %9s %8s %9s\n", "name", "kind", "acquires", "wait p50", "p99", "hold p50")
+	for _, n := range res.names {
+		fmt.Fprintf(out, "  %-30s %-9s %9d %9s %8s %9s\n", n.name, n.kind, n.acquires,
+			ms(quantile(n.waits, .5)), ms(quantile(n.waits, .99)), ms(quantile(n.holds, .5)))
+	}
 
 	fmt.Fprintf(out, "\n%s\n", titleKeys)
 	shown := 0

@@ -22,7 +22,16 @@ type result struct {
 	elapsed  time.Duration
 	replicas []replicaResult
 	keys     []keyResult // every key, most contended first
+	names    []nameResult
 	verdict  verdict
+}
+
+// nameResult is one lock name and kind across the replicas: a series of
+// the dashboard, as otellock records it.
+type nameResult struct {
+	nameKind
+	acquires     int
+	waits, holds []time.Duration // sorted
 }
 
 // replicaResult is one replica's share: requests by outcome (client side)
@@ -58,9 +67,21 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	if err != nil {
 		return nil, err
 	}
-	// Flushing the telemetry is last: what fails there is a warning, the
-	// run's numbers stand.
-	defer tel.Shutdown(context.WithoutCancel(ctx))
+	// Flushing the telemetry is last, and bounded: shutdownGrace past the
+	// load (loaded), whatever stopping the rest took. What fails there is a
+	// warning, the run's numbers stand.
+	var loaded time.Time
+	defer func() {
+		if loaded.IsZero() {
+			loaded = time.Now()
+		}
+		sctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), loaded.Add(shutdownGrace))
+		defer cancel()
+		cut := tel.Shutdown(sctx)
+		if cfg.hooks.flushed != nil {
+			cfg.hooks.flushed(cut)
+		}
+	}()
 
 	// The order book is fenced where a database would be: each order's
 	// record is written to Redis through package fence, which refuses an
@@ -114,7 +135,11 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	if cfg.hot == 0 {
 		traffic = "all requests to " + plural(cfg.orders, "order")
 	}
-	fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
+	if cfg.each > 0 {
+		fmt.Fprintf(out, "%d clients for %v, then until every replica answered every kind of request %d times, over all three: %s;\n", cfg.concurrency, cfg.duration, cfg.each, traffic)
+	} else {
+		fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
+	}
 	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v;\n", cfg.wait, cfg.work)
 	fmt.Fprintf(out, "a few gRPC streams import line items into the same orders or export them, each holding order:<id> throughout;\nover HTTP a few transfers lock two orders together, tenant exports take one of %d permits, settings reads share and writes exclude\n\n", exportLimit)
 
@@ -134,8 +159,13 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 
 	res := &result{cfg: cfg}
 	res.elapsed = drive(ctx, cfg, targets, tallies, out)
+	loaded = time.Now()
 	if cfg.hooks.loaded != nil {
 		cfg.hooks.loaded()
+	}
+	if m := missing(cfg.each, targets, tallies); len(m) > 0 {
+		return nil, fmt.Errorf("the run ended (%v, %v) before every replica answered every kind of request %d times: %s",
+			res.elapsed.Round(time.Millisecond), cmp.Or(context.Cause(ctx), errors.New("at most "+maxDuration.String())), cfg.each, strings.Join(m, ", "))
 	}
 	for _, t := range targets {
 		t.close()
@@ -147,7 +177,7 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 		return nil, err
 	}
 
-	res.replicas, res.keys = numbers(reps, tallies)
+	res.replicas, res.keys, res.names = numbers(reps, tallies)
 	res.verdict = w.check(replicaNames)
 	// Show the tokens of the most contended order (else the most written).
 	if len(res.keys) > 0 && res.keys[0].contended > 0 {
@@ -161,10 +191,11 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 
 // numbers gathers each replica's requests (its tally) and lock numbers (its
 // Observer), and the lock numbers per key across replicas, most contended
-// first.
-func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult) {
+// first, and per lock name and kind, most acquired first.
+func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult, []nameResult) {
 	var out []replicaResult
 	keys := map[string]*keyResult{}
+	names := map[nameKind]*nameResult{}
 	for i, r := range reps {
 		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), ops: tallies[i].opCounts(), errors: tallies[i].errors}
 		s := r.stats
@@ -186,6 +217,16 @@ func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult) {
 			k.contended += ks.contended
 			k.waits = append(k.waits, ks.waits...)
 		}
+		for nk, ns := range s.names {
+			n := names[nk]
+			if n == nil {
+				n = &nameResult{nameKind: nk}
+				names[nk] = n
+			}
+			n.acquires += ns.acquires
+			n.waits = append(n.waits, ns.waits...)
+			n.holds = append(n.holds, ns.holds...)
+		}
 		s.mu.Unlock()
 		out = append(out, rr)
 	}
@@ -197,7 +238,15 @@ func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult) {
 	slices.SortFunc(byKey, func(a, b keyResult) int {
 		return cmp.Or(cmp.Compare(b.contended, a.contended), cmp.Compare(b.acquires, a.acquires), cmp.Compare(a.key, b.key))
 	})
-	return out, byKey
+	byName := make([]nameResult, 0, len(names))
+	for _, n := range names {
+		n.waits, n.holds = sorted(n.waits), sorted(n.holds)
+		byName = append(byName, *n)
+	}
+	slices.SortFunc(byName, func(a, b nameResult) int {
+		return cmp.Or(cmp.Compare(b.acquires, a.acquires), cmp.Compare(a.name, b.name), cmp.Compare(a.kind, b.kind))
+	})
+	return out, byKey, byName
 }
 
 func plural(n int, what string) string {

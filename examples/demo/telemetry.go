@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -24,7 +25,19 @@ type hooks struct {
 	loaded func()
 	// lockView gets the lock view's URL once it serves.
 	lockView func(url string)
+	// keepGoing, once the run's duration and -each are met, is asked
+	// (every 250ms) whether the clients should go on: a test's condition
+	// on what watches the run (Prometheus's scrapes).
+	keepGoing func() bool
+	// flushed gets whether the telemetry's flush was cut at its deadline,
+	// shutdownGrace past the load.
+	flushed func(cut bool)
 }
+
+// shutdownGrace bounds what the demo's telemetry flush may add to a run:
+// an exporter whose backend does not answer is cut off this long after the
+// load ended, its unsent spans and metrics a warning.
+const shutdownGrace = 1500 * time.Millisecond
 
 // setupTelemetry is the demo's OpenTelemetry pipeline, from the standard
 // variables (see otelsetup): one MeterProvider for the process, so a

@@ -154,13 +154,14 @@ func (rc *receiver) counts() (traceReqs, spans, metricReqs, unknowns int) {
 	return rc.traceReqs, rc.spans, rc.metricReqs, rc.unknowns
 }
 
-// runDemo runs the demo as main does, in-process, for a second.
+// runDemo runs the demo as main does, in-process, until every replica has
+// answered every kind of request once.
 func runDemo(t *testing.T) (code int, out, errOut string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var o, e bytes.Buffer
-	code = run(ctx, []string{"-duration", "1s", "-concurrency", "8", "-orders", "20", "-hot", "1"}, func(string) string { return "" }, &o, &e)
+	code = run(ctx, []string{"-duration", "200ms", "-each", "1", "-concurrency", "8", "-orders", "20", "-hot", "1"}, func(string) string { return "" }, &o, &e)
 	return code, o.String(), e.String()
 }
 
@@ -220,4 +221,54 @@ func TestNoTelemetryByDefault(t *testing.T) {
 	if code != exitOK || errOut != "" || strings.Contains(out, "telemetry:") {
 		t.Fatalf("exit status %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
+}
+
+// An OTLP/gRPC backend that is down (nothing listens on its port): the
+// spans and metrics cannot be sent, and the flush at the end is cut
+// shutdownGrace after the load, so the run ends within 3 s of its load
+// with exit status 0, and the warnings say what failed, each once.
+func TestUnreachableGRPCBackend(t *testing.T) {
+	noOTel(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:"+strconv.Itoa(freePort(t)))
+	cfg := testConfig("")
+	var loaded, flushedAt time.Time
+	cut, flushed := false, false
+	cfg.hooks.loaded = func() { loaded = time.Now() }
+	cfg.hooks.flushed = func(c bool) { cut, flushed, flushedAt = c, true, time.Now() }
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	res, err := scenario(ctx, cfg, &out, &errOut)
+	ended := time.Now()
+	if err != nil {
+		t.Fatalf("scenario: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	report(&out, res)
+	if code := exitCode(res); code != exitOK || !strings.Contains(out.String(), "telemetry: traces to OTLP/gRPC") {
+		t.Fatalf("exit status %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	// The flush was cut at its deadline: the deadline is what bounds the
+	// run's end, not a backend that answered in time.
+	if !flushed || !cut {
+		t.Errorf("telemetry flushed %v, cut at its deadline %v: want it cut", flushed, cut)
+	}
+	after := ended.Sub(loaded)
+	t.Logf("load ended %v before the scenario returned; the flush ended %v after the load (deadline %v)",
+		after.Round(time.Millisecond), flushedAt.Sub(loaded).Round(time.Millisecond), shutdownGrace)
+	if after > 3*time.Second {
+		t.Errorf("the run ended %v after its load, more than 3s (the flush may take %v)", after, shutdownGrace)
+	}
+	warnings := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	seen := map[string]bool{}
+	for _, w := range warnings {
+		if !strings.HasPrefix(w, "warning: telemetry: ") || seen[w] || strings.Count(w, "context deadline exceeded") > 1 {
+			t.Errorf("warning %q: not a telemetry warning, or said twice", w)
+		}
+		seen[w] = true
+	}
+	if !strings.Contains(errOut.String(), "cut at the shutdown deadline") {
+		t.Errorf("no warning says the flush was cut:\n%s", errOut.String())
+	}
+	t.Logf("stderr:\n%s", errOut.String())
 }

@@ -69,6 +69,11 @@ func TestTracesAreRequests(t *testing.T) {
 				continue
 			}
 			replica := id[strings.LastIndex(id, "-")+1:]
+			// Lock and RPC telemetry join: a gRPC lock's name is the name
+			// otelgrpc gives the call's span (and its rpc.method).
+			if replica == replicaGRPC && attr(s, otellock.AttrName) != p.Name() {
+				t.Errorf("a gRPC lock is named %q under the server span %q: they do not join", attr(s, otellock.AttrName), p.Name())
+			}
 			if served[replica] == nil {
 				served[replica] = map[string]int{}
 			}

@@ -223,37 +223,101 @@ func (t *Telemetry) TracerProvider(instanceID string) trace.TracerProvider {
 	return tp
 }
 
+// DefaultShutdownTimeout bounds Shutdown when its context has no deadline.
+const DefaultShutdownTimeout = 10 * time.Second
+
 // Shutdown flushes and stops every TracerProvider, the MeterProvider and
-// the exporters, within ctx (bounded to 10s here). What fails is a
-// warning, not an error: the example's own result stands. Later export
-// errors are no longer written to the Warnings writer.
-func (t *Telemetry) Shutdown(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
+// the exporters, by ctx's deadline (DefaultShutdownTimeout from now when
+// it has none). An export still in flight then, to a backend that does not
+// answer, is abandoned: the exporters are shut down with the expired
+// context, which ends their exports and connections. What fails is a
+// warning, not an error: the example's own result stands. cut reports
+// that the deadline ended the flush, so some spans or metrics were not
+// sent. Later export errors are no longer written to the Warnings writer.
+func (t *Telemetry) Shutdown(ctx context.Context) (cut bool) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultShutdownTimeout)
+		defer cancel()
+	}
 	t.mu.Lock()
 	tps, done := t.tps, t.done
 	t.tps, t.done = nil, true
 	t.mu.Unlock()
 	if done {
-		return
+		return false
 	}
+	start := time.Now()
+	// Everything flushes at once, each with the whole time to the
+	// deadline. The TracerProviders are shut down on a context that does
+	// not end (one given an ended context returns without stopping its
+	// batcher, whose goroutine would be left behind): their batchers' last
+	// exports end when the exporter is shut down below.
+	var mu sync.Mutex // errs: the flushes add theirs as they end
 	var errs []error
-	for _, tp := range tps {
-		errs = append(errs, tp.Shutdown(ctx))
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
 	}
-	if t.spanExp != nil {
-		errs = append(errs, t.spanExp.Shutdown(ctx))
+	var wg sync.WaitGroup
+	for _, tp := range tps {
+		wg.Go(func() { fail(tp.Shutdown(context.WithoutCancel(ctx))) })
 	}
 	for _, p := range t.cfg.processors {
-		errs = append(errs, p.Shutdown(ctx))
+		wg.Go(func() { fail(p.Shutdown(ctx)) })
 	}
 	if t.mp != nil {
-		errs = append(errs, t.mp.Shutdown(ctx))
+		wg.Go(func() { fail(t.mp.Shutdown(ctx)) })
 	}
-	if err := errors.Join(errs...); err != nil {
+	flushed := make(chan struct{})
+	go func() { wg.Wait(); close(flushed) }()
+	select {
+	case <-flushed:
+	case <-ctx.Done():
+	}
+	cut = ctx.Err() != nil
+	// The span exporter goes last: past the deadline, its shutdown with
+	// the ended context ends the exports still in flight, the batchers'
+	// last ones with them.
+	if t.spanExp != nil {
+		fail(t.spanExp.Shutdown(ctx))
+	}
+	select {
+	case <-flushed:
+	case <-time.After(time.Second): // an exporter that ignores its shutdown: give up on it
+		fail(errors.New("an exporter did not stop within a second of its shutdown"))
+	}
+	mu.Lock()
+	err := joinDistinct(errs, cut)
+	mu.Unlock()
+	if err != nil {
+		if cut {
+			err = fmt.Errorf("cut at the shutdown deadline after %v, some spans or metrics not sent: %w", time.Since(start).Round(time.Millisecond), err)
+		}
 		t.warn.Handle(fmt.Errorf("flushing telemetry: %w", err))
+	} else if cut {
+		t.warn.Handle(fmt.Errorf("flushing telemetry: cut at the shutdown deadline after %v, some spans or metrics not sent", time.Since(start).Round(time.Millisecond)))
 	}
 	t.warn.close()
+	return cut
+}
+
+// joinDistinct joins errs, each message once: the providers sharing one
+// exporter fail alike, and five "context deadline exceeded" on one line
+// say nothing four of them do not. cut: the deadline ended the flush,
+// which the caller says; the bare deadline errors are left out.
+func joinDistinct(errs []error, cut bool) error {
+	var out []error
+	seen := map[string]bool{}
+	for _, err := range errs {
+		if err == nil || seen[err.Error()] || (cut && err.Error() == context.DeadlineExceeded.Error()) {
+			continue
+		}
+		seen[err.Error()] = true
+		out = append(out, err)
+	}
+	return errors.Join(out...)
 }
 
 // keepOpen shares one exporter among several batchers: theirs is not

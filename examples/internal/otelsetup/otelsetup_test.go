@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -37,7 +39,13 @@ func setup(t *testing.T, opts ...Option) *Telemetry {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	// Nothing the tests record needs to reach a backend (which is not
+	// there): a short deadline, not DefaultShutdownTimeout.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		tel.Shutdown(ctx)
+	})
 	return tel
 }
 
@@ -108,7 +116,8 @@ func TestBadExporter(t *testing.T) {
 	}
 }
 
-// Export errors are a bounded number of warnings, none after Shutdown.
+// Export errors are a bounded number of warnings, each shown once, none
+// after Shutdown, which says how many were left out.
 func TestWarnings(t *testing.T) {
 	clearEnv(t)
 	var w bytes.Buffer
@@ -119,11 +128,30 @@ func TestWarnings(t *testing.T) {
 	for range 20 {
 		otel.Handle(errors.New("export failed:\n  connection refused"))
 	}
+	for i := range 10 {
+		otel.Handle(fmt.Errorf("export %d failed", i))
+	}
 	tel.Shutdown(context.Background())
 	otel.Handle(errors.New("late"))
 	lines := strings.Split(strings.TrimSpace(w.String()), "\n")
-	if len(lines) != maxWarnings+1 || lines[0] != "warning: telemetry: export failed: connection refused" ||
-		!strings.Contains(lines[maxWarnings], "not shown") || strings.Contains(w.String(), "late") || tel.Warnings() != 20 {
+	if len(lines) != maxWarnings+1 || lines[0] != "warning: telemetry: export failed: connection refused" || lines[1] != "warning: telemetry: export 0 failed" ||
+		!strings.Contains(lines[maxWarnings], "25 more export errors") || strings.Contains(w.String(), "late") || tel.Warnings() != 30 {
 		t.Errorf("%d warnings:\n%s", tel.Warnings(), w.String())
+	}
+}
+
+func TestJoinDistinct(t *testing.T) {
+	dl := context.DeadlineExceeded
+	errs := []error{nil, dl, dl, errors.New("x"), dl, nil, fmt.Errorf("wrapped: %w", dl)}
+	if err := joinDistinct(errs, false); err == nil || err.Error() != "context deadline exceeded\nx\nwrapped: context deadline exceeded" || !errors.Is(err, dl) {
+		t.Errorf("joinDistinct = %q", err)
+	}
+	// Cut at the deadline (which the caller says): the bare deadline
+	// errors go, the ones that say more stay.
+	if err := joinDistinct(errs, true); err == nil || err.Error() != "x\nwrapped: context deadline exceeded" {
+		t.Errorf("joinDistinct, cut = %q", err)
+	}
+	if joinDistinct([]error{nil, nil}, false) != nil {
+		t.Error("joinDistinct of nils is not nil")
 	}
 }

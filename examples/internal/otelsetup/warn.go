@@ -12,35 +12,40 @@ import (
 const maxWarnings = 5
 
 // warner is the otel.ErrorHandler Setup installs: each error is a
-// "warning: ..." line, the first maxWarnings of them, then one line saying
-// the rest are not shown. After close nothing is written (the writer may
-// be a test's buffer that is read once the example returns).
+// "warning: ..." line, the first maxWarnings distinct ones; a warning
+// already shown is not shown again (an exporter that cannot reach its
+// backend says the same at every export) but counted, and close says how
+// many were left out. After close nothing is written (the writer may be a
+// test's buffer that is read once the example returns).
 type warner struct {
-	mu     sync.Mutex
-	w      io.Writer
-	n      int
-	closed bool
+	mu      sync.Mutex
+	w       io.Writer
+	n       int             // errors handled
+	shown   map[string]bool // the warnings written
+	omitted int             // errors not written: repeats, and past maxWarnings
+	closed  bool
 }
 
-func newWarner(w io.Writer) *warner { return &warner{w: w} }
+func newWarner(w io.Writer) *warner { return &warner{w: w, shown: map[string]bool{}} }
 
 // Handle implements otel.ErrorHandler.
 func (h *warner) Handle(err error) {
 	if err == nil {
 		return
 	}
+	msg := strings.Join(strings.Fields(err.Error()), " ")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return
 	}
 	h.n++
-	switch {
-	case h.n <= maxWarnings:
-		fmt.Fprintf(h.w, "warning: telemetry: %s\n", strings.Join(strings.Fields(err.Error()), " "))
-	case h.n == maxWarnings+1:
-		fmt.Fprintln(h.w, "warning: telemetry: more export errors, not shown")
+	if h.shown[msg] || len(h.shown) == maxWarnings {
+		h.omitted++
+		return
 	}
+	h.shown[msg] = true
+	fmt.Fprintf(h.w, "warning: telemetry: %s\n", msg)
 }
 
 // Count is how many errors were handled (shown or not).
@@ -50,8 +55,15 @@ func (h *warner) count() int {
 	return h.n
 }
 
+// close says how many warnings were left out, and writes nothing after.
 func (h *warner) close() {
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	if h.omitted > 0 {
+		fmt.Fprintf(h.w, "warning: telemetry: %d more export errors (repeats of the above, or past the first %d), not shown\n", h.omitted, maxWarnings)
+	}
 	h.closed = true
-	h.mu.Unlock()
 }

@@ -123,7 +123,7 @@ func (s *Server) WaitScrapes(t testing.TB, n int, limit time.Duration, stop <-ch
 	var last string
 	for {
 		now := time.Now()
-		ok, why := s.scraped(n, now)
+		ok, why := s.Scraped(n, now)
 		if ok {
 			return now
 		}
@@ -139,9 +139,10 @@ func (s *Server) WaitScrapes(t testing.TB, n int, limit time.Duration, stop <-ch
 	}
 }
 
-// scraped reports whether every target is up with n successful scrapes by
-// now, or why not.
-func (s *Server) scraped(n int, now time.Time) (bool, string) {
+// Scraped reports whether every target is up with n successful scrapes by
+// now, or why not: WaitScrapes's condition, for a caller that polls it
+// itself (a program that runs until it has been scraped).
+func (s *Server) Scraped(n int, now time.Time) (bool, string) {
 	targets, err := s.Targets()
 	if err != nil {
 		return false, err.Error()
