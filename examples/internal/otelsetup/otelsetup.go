@@ -79,8 +79,22 @@ func ServiceName(name string) Option { return func(c *config) { c.service = name
 func InstanceID(id string) Option { return func(c *config) { c.instance = id } }
 
 // Fallback writes spans and metrics to w as JSON lines when no OTEL_*
-// exporter or endpoint variable is set (default: nothing is exported).
-func Fallback(w io.Writer) Option { return func(c *config) { c.fallback = w } }
+// exporter or endpoint variable is set (default: nothing is exported). The
+// span and the metric exporter write to w one at a time: Shutdown flushes
+// both at once, and w need not be safe for concurrent use.
+func Fallback(w io.Writer) Option { return func(c *config) { c.fallback = &lockedWriter{w: w} } }
+
+// lockedWriter serialises the writes of several exporters to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
 
 // Warnings is where export errors go (default os.Stderr).
 func Warnings(w io.Writer) Option { return func(c *config) { c.warnings = w } }
