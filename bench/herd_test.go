@@ -244,3 +244,82 @@ func herdRun(b *testing.B, srv *redistest.Server, k herdKind, w int, cold bool, 
 	}
 	return res
 }
+
+// BenchmarkRoundRobinInstructions counts, with callgrind on the server,
+// the instructions redis-server runs per served acquire when processes
+// take turns strictly first come, first served: 3 Clients with one caller
+// each, every caller acquiring again as soon as it released, so each
+// release grants the lock (or a permit) to the process waiting longest and
+// no Client ever has a waiter of its own to hand the lock to. This is the
+// cycle the shared kinds' promise (FIFO across processes) asks for under a
+// herd: a release that grants, the grantee's attempt that takes the
+// grant, and the releaser's next attempt that queues its process again.
+// The mutex serves a herd cheaper than this by handing the lock to the
+// next caller of the same process for a bounded run (BenchmarkHerd).
+func BenchmarkRoundRobinInstructions(b *testing.B) {
+	vg, err := exec.LookPath("valgrind")
+	if err != nil {
+		b.Skip("valgrind not installed")
+	}
+	control, err := exec.LookPath("callgrind_control")
+	if err != nil {
+		b.Skip("callgrind_control not installed")
+	}
+	const cycles = 300
+	for _, k := range herdKinds {
+		if k.name == "readers-writers" {
+			continue // readers share: no turns to take
+		}
+		b.Run(k.name, func(b *testing.B) {
+			out := filepath.Join(b.TempDir(), "callgrind.out")
+			srv := redistest.Start(b, redistest.WithWrapper(vg, "--tool=callgrind", "--callgrind-out-file="+out))
+			ctx := context.Background()
+			var cs []*core.Client
+			for range 3 {
+				rdb := goRedisClient(srv.Addr(), nil)
+				c, err := core.New(rdb, core.WithTTL(ttl))
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer rdb.Close()
+				defer c.Close()
+				cs = append(cs, c)
+			}
+			// A semaphore's turns need its permits held: one holder keeps
+			// one of the two, the callers take turns on the other.
+			if k.limit > 1 {
+				l, err := k.take(cs[0], ctx, 0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Release(ctx)
+			}
+			var served atomic.Int64
+			run := func(n int64) {
+				served.Store(0)
+				var wg sync.WaitGroup
+				for i := range 3 {
+					wg.Go(func() {
+						for served.Load() < n {
+							l, err := k.take(cs[i], ctx, i)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							served.Add(1)
+							_ = l.Release(ctx)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			run(50) // warm-up: scripts loaded, every process queued
+			callgrind(b, control, "-z", srv.Pid())
+			b.ResetTimer()
+			run(cycles)
+			b.StopTimer()
+			callgrind(b, control, "-d", srv.Pid())
+			b.ReportMetric(float64(dumpedInstructions(b, out))/float64(served.Load()), "redis-instr/served")
+		})
+	}
+}

@@ -106,8 +106,10 @@ type acquisition struct {
 	queued    bool
 	abandoned *abandonedCall
 	// place is a reader's place in the lock's order when admitted, which
-	// the readers queued behind it in this Client share (keyQueue.pass).
-	place int64
+	// the readers queued behind it in this Client share (keyQueue.pass);
+	// placeGranted: the place is its queue's entry's, taken by a grant.
+	place        int64
+	placeGranted bool
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
@@ -275,7 +277,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		rep.holder.Seen = time.Now()
 		a.holder, a.last = rep.holder, rep
 		a.queued = a.queued || a.req.queue != ""
-		a.c.refused(a.names.queue, a.req.queue != "", rep.holder)
+		a.c.refused(a.names.queue, a.req.queue != "", rep.holder, sent)
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
 	}
@@ -284,7 +286,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		// place there for the callers behind this one (requeued).
 		a.queued = false
 		if rep.requeued {
-			a.c.requeued(a.names.queue)
+			a.c.requeued(a.names.queue, sent)
 		} else {
 			a.c.inWaitQueue(a.names.queue, false)
 		}
@@ -298,7 +300,10 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		// Redis answered (late): never "no answer within the wait budget".
 		return false, unavailable("acquire", a.key, fmt.Errorf("%w (%v)", errLateReply, a.cfg.ttl))
 	}
-	a.fence, a.sent, a.place = rep.fence, sent, rep.place
+	a.fence, a.sent = rep.fence, sent
+	if a.req.place == 0 { // a reader that used no pass starts one (keyQueue.pass)
+		a.place, a.placeGranted = rep.place, rep.granted
+	}
 	return true, nil
 }
 
@@ -449,7 +454,7 @@ func (a *acquisition) wait() (err error) {
 	}
 	a.w = w
 	defer func() {
-		if id := c.dequeue(a.names, w, err == nil, a.asHolder(), a.place); id != "" {
+		if id := c.dequeue(a.names, w, err == nil, a.asHolder(), a.place, a.placeGranted, a.sent); id != "" {
 			a.leaveQueue(id)
 		}
 	}()

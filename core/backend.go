@@ -98,6 +98,9 @@ type acquireReply struct {
 	// lock's wait queue for the callers behind it (acquireReq.more).
 	place    int64
 	requeued bool
+	// granted (shared locks, acquired): the attempt took a grant to its
+	// queue; place is then that queue's entry's.
+	granted bool
 	// promised (shared locks, refused): what stood in the way was a grant
 	// to an earlier waiter (holder names its process) or, for a reader, a
 	// writer queued before it, not a holder at work.

@@ -158,8 +158,8 @@ func (p *primary) acquireShared(ctx context.Context, n redisNames, r acquireReq,
 		return acquireReply{}, err
 	}
 	switch {
-	case len(res) >= 4 && asInt(res[0]) == 1 && asInt(res[1]) > 0:
-		return acquireReply{ok: true, fence: asInt(res[1]), place: asInt(res[2]), requeued: asInt(res[3]) == 1}, nil
+	case len(res) >= 5 && asInt(res[0]) == 1 && asInt(res[1]) > 0:
+		return acquireReply{ok: true, fence: asInt(res[1]), place: asInt(res[2]), requeued: asInt(res[3]) == 1, granted: asInt(res[4]) == 1}, nil
 	case len(res) >= 6 && asInt(res[0]) == 0:
 		why := asString(res[5])
 		return acquireReply{promised: why == "p" || why == "q", holder: Holder{

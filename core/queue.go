@@ -111,6 +111,9 @@ type keyQueue struct {
 	// as readers that waited before a writer do.
 	pass     int64
 	passLeft int
+	// placedAt is when the attempt that gave the queue its entry (and
+	// place) in Redis's wait queue was sent (about; zero when unknown).
+	placedAt time.Time
 	// skip: the last caller to go in kept the queue's place in Redis's
 	// wait queue (requeued) and nothing was freed for it since; the next
 	// head waits for its grant before it asks (queuedFor).
@@ -260,10 +263,11 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since tim
 
 // dequeue removes w after its acquire ended; acquired: it now holds the
 // lock, by its own attempt or by a grant (which the releaser counted);
-// place: a reader's place when admitted, the pass of the readers queued
-// behind it. It returns the queue id the caller must take out of the
-// lock's wait queue in Redis before it returns (see settle), or "".
-func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder, place int64) (leave string) {
+// place: a reader's place when admitted (by the attempt sent at sent, or
+// granted to its queue's entry), the pass of the readers queued behind it.
+// It returns the queue id the caller must take out of the lock's wait
+// queue in Redis before it returns (see settle), or "".
+func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder, place int64, granted bool, sent time.Time) (leave string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	q := c.queues[n.queue]
@@ -286,8 +290,22 @@ func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder, place
 	case acquired:
 		q.held++
 		q.taken(h)
-		if place > 0 { // the readers queued now go in on this reader's place
-			q.pass, q.passLeft = place, len(q.waiters)
+		if place > 0 {
+			// The readers that queued here before the reader's place was
+			// given were waiting before any writer that queued after it:
+			// they go in on that place. The place is given as the attempt
+			// that took it runs, after it was sent; a granted place as the
+			// attempt that put the queue's entry in Redis ran.
+			if granted {
+				sent = q.placedAt
+			}
+			q.pass, q.passLeft = place, 0
+			for _, x := range q.waiters {
+				if !x.since.Before(sent) {
+					break
+				}
+				q.passLeft++
+			}
 		}
 	}
 	return c.settle(n.queue, q)
@@ -560,12 +578,15 @@ func (c *Client) metWhileQueued(rkey string, w *waiter) []Holder {
 // refused: Redis answered an attempt on rkey "held by h" (the head's, or
 // a TryAcquire's or NoWait's of this Client). Every waiter queued now has
 // seen the holder. queued: the attempt put the queue in Redis's wait queue.
-func (c *Client) refused(rkey string, queued bool, h Holder) {
+func (c *Client) refused(rkey string, queued bool, h Holder, sent time.Time) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
 		q.met1(h)
 		q.contended = true
+		if queued && !q.inRedis {
+			q.placedAt = sent
+		}
 		q.inRedis = q.inRedis || queued
 		q.passLeft = 0 // a reader refused on the pass: it is spent
 		if q.id == "" && c.b.canHandoff() {
@@ -591,11 +612,11 @@ func (c *Client) inWaitQueue(rkey string, maybe bool) {
 // requeued: a caller of a shared lock's queue rkey went in and kept the
 // queue's place in the lock's wait queue for the callers behind it
 // (acquireReply.requeued); the next head waits for its grant (queuedFor).
-func (c *Client) requeued(rkey string) {
+func (c *Client) requeued(rkey string, sent time.Time) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
-		q.inRedis, q.skip = true, true
+		q.inRedis, q.skip, q.placedAt = true, true, sent
 	}
 }
 

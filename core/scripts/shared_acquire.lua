@@ -31,73 +31,74 @@
 -- entry, keeping the place); a grant to that queue is taken by its next
 -- attempt, which confirms it: the grant's fence, the caller's own TTL.
 --
--- Returns {1, fence, place, queued} when the caller holds a permit / the
--- side now (also for a re-send of an attempt that got in: same token, its
--- expiry refreshed); place is a reader's place for its local queue's pass
--- (0 for the others), queued 1 when its queue is in the wait queue now. Otherwise {0, owner, metadata, ms until the first holder can
--- expire, fence, why}, naming what stood in the way, why: 'h' a holder,
--- 'p' a grant promised to an earlier waiter (its owner id), 'q' a writer
--- queued before the reader (its owner id, fence 0).
+-- Returns {1, fence, place, queued, granted} when the caller holds a
+-- permit / the side now (also for a re-send of an attempt that got in: same
+-- token, its expiry refreshed); place is a reader's place for its local
+-- queue's pass (0 for the others), queued 1 when its queue is in the wait
+-- queue now, granted 1 when it took a grant to its queue (the place is then
+-- its queue's entry's).
+-- Otherwise {0, owner, metadata, ms until the first holder can expire,
+-- fence, why}, naming what stood in the way, why: 'h' a holder, 'p' a
+-- grant promised to an earlier waiter (its owner id), 'q' a writer queued
+-- before the reader (its owner id, fence 0).
 local t = redis.call('TIME')
-local now = now_ms(t)
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, ttl, mode, channel, q = ARGV[1], tonumber(ARGV[2]), ARGV[5], ARGV[7], ARGV[8]
-local b, stale
-if q ~= '' then
-  b, stale = books(now, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q)
-else
-  b, stale = books(now, 'p' .. tok)
-end
+local hk, tk = 'H' .. mode, 'T' .. mode
+local b, stale, h = books(now, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q)
+local mine, g, gplace, at = h[4], h[5], h[6], h[7]
 if stale then
   settle(b, mode ~= 's', now, t, channel)
+  finish(b, now) -- so that what the rescan changed is what is read next
+  sets, dels, b.ch, b.expire = {}, {}, false, nil
+  h = redis.call('HMGET', K, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q)
+  mine, g, gplace, at = h[1], h[2], h[3], h[4]
 end
 
 -- enqueue puts q's process at the end of its list in the wait queue, or
 -- refreshes its entry (keeping its place); the entry lives until exp.
 local function enqueue(exp)
-  local at = fetch('I' .. q)
-  local place = at and string.match(fetch('Q' .. at) or '', '^[^:]*:(%d+):')
+  local place = at and string.match(at, ':(%d+)$')
   if not place then
-    local seq = (b['T' .. mode] or 0) + 1
-    b['T' .. mode] = seq
-    b['H' .. mode] = b['H' .. mode] or seq
-    b.S = (b.S or 0) + 1
-    at, place = mode .. seq, b.S
-    put('I' .. q, at)
+    local seq = (tonumber(b[tk]) or 0) + 1
+    b[tk], b.ch = seq, true
+    if b[hk] == '' then b[hk] = seq end
+    b.S = (tonumber(b.S) or 0) + 1
+    place = b.S
+    at = mode .. seq .. ':' .. place
+    sets[#sets + 1], sets[#sets + 2] = 'I' .. q, at
   end
-  put('Q' .. at, q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3])
-  keep(b, exp)
+  sets[#sets + 1] = 'Q' .. string.match(at, '^(%a%d+)')
+  sets[#sets + 1] = q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3]
+  keep(b, now, exp)
 end
 
-local function admit(fence, place)
-  put('p' .. tok, (now + ttl) .. ':' .. fence .. ':' .. mode)
-  put('d' .. tok, ARGV[3] .. '\n' .. ARGV[4])
-  keep(b, now + ttl)
+local function admit(fence, place, granted)
+  local n = #sets
+  sets[n + 1], sets[n + 2] = 'p' .. tok, (now + ttl) .. ':' .. fence .. ':' .. mode
+  sets[n + 3], sets[n + 4] = 'd' .. tok, ARGV[3] .. '\n' .. ARGV[4]
+  keep(b, now, now + ttl)
   local queued = 0
   if q ~= '' and ARGV[12] == '1' then -- the callers behind it keep a place
     enqueue(now + tonumber(ARGV[9]))
     queued = 1
-  elseif q ~= '' then
-    leave(b, q)
+  elseif q ~= '' and at then
+    unlink(b, q, nil, nil, at)
   end
   finish(b, now)
-  return {1, fence, place, queued}
+  return {1, fence, place, queued, granted and 1 or 0}
 end
 
-local mine = fetch('p' .. tok)
 if mine then -- a re-send of an attempt that got in: same fence, expiry refreshed
   return admit(string.match(mine, '^%d+:(%d+):'), 0)
 end
-if q ~= '' then -- a grant to this caller's queue: this attempt confirms it
-  local g, gplace = fetch('p' .. q, 'A' .. q)
-  if g then
-    drop('p' .. q)
-    drop('d' .. q)
-    drop('A' .. q)
-    if b.W == q then b.W = tok end
-    if b.L == q then b.L = tok end
-    if b.P == q then b.P = '' end
-    return admit(string.match(g, '^%d+:(%d+):'), tonumber(gplace or '0'))
-  end
+if q ~= '' and g then -- a grant to this caller's queue: this attempt confirms it
+  local n = #dels
+  dels[n + 1], dels[n + 2], dels[n + 3] = 'p' .. q, 'd' .. q, 'A' .. q
+  if b.W == q then b.W, b.ch = tok, true end
+  if b.L == q then b.L, b.ch = tok, true end
+  if b.P == q then b.P, b.ch = '', true end
+  return admit(string.match(g, '^%d+:(%d+):'), tonumber(gplace or '0'), true)
 end
 
 local pass = tonumber(ARGV[11] or '')
@@ -109,7 +110,7 @@ elseif mode == 'r' then
     who = b.W
   else
     wq = head(b, 'w', now)
-    ok = not wq or (pass ~= nil and wq.place > pass)
+    ok = not wq or (pass ~= nil and tonumber(wq.place) > pass)
     if not ok then why = 'q' end
   end
 else
@@ -117,12 +118,12 @@ else
 end
 if ok then
   local fence = next_fence(b.f, t) -- nextfence.lua, prepended
-  put('f', fence)
-  b.f, b.C, b.L = fence, b.C + 1, tok
+  b.f, b.C, b.L, b.ch = fence, b.C + 1, tok, true
+  sets[#sets + 1], sets[#sets + 2] = 'f', fence
   if mode == 'w' then b.W = tok end
   if not b.E or now + ttl < b.E then b.E = now + ttl end
   local place = 0
-  if mode == 'r' then place = pass or b.S or 0 end
+  if mode == 'r' then place = pass or tonumber(b.S) or 0 end
   return admit(fence, place)
 end
 
@@ -133,13 +134,22 @@ if why == 'q' then
   finish(b, now)
   return {0, wq.owner, '', 0, 0, 'q'}
 end
-if who == b.P and who ~= '' then why = 'p' end
-local owner, meta, fence = name(who)
-if fence == 0 and b.C > 0 then -- the holder last named has left: name another
-  rescan(now, b)
-  owner, meta, fence = name(b.L)
+if who ~= '' and who == b.P then why = 'p' end
+local nh = redis.call('HMGET', K, 'p' .. who, 'd' .. who)
+if not nh[1] and b.C > 0 then -- the holder last named has left: name another
+  local all = redis.call('HGETALL', K)
+  for i = 1, #all, 2 do
+    local exp = string.match(all[i + 1], '^(%d+):%d+:%a$')
+    if string.byte(all[i], 1) == 112 and exp and tonumber(exp) >= now then
+      who = string.sub(all[i], 2)
+      b.L, b.ch = who, true
+      nh = redis.call('HMGET', K, 'p' .. who, 'd' .. who)
+      break
+    end
+  end
 end
 finish(b, now)
+local owner, meta = string.match(nh[2] or '', '^([^\n]*)\n(.*)$')
 local left = 0
 if b.E then left = math.max(b.E - now, 0) end
-return {0, owner, meta, left, fence, why}
+return {0, owner or '', meta or '', left, tonumber(string.match(nh[1] or '', '^%d+:(%d+):') or '0'), why}

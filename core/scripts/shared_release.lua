@@ -22,28 +22,29 @@
 -- goes to the heads of the queue in the same step (settle), each told by
 -- 'g:<queue id>'; nothing is announced when nobody waits.
 local t = redis.call('TIME')
-local now = now_ms(t)
-local tok = ARGV[1]
-local b, stale = books(now, 'p' .. tok, 'I' .. tok)
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local tok, rw = ARGV[1], ARGV[4] == 'rw'
+local b, stale, h = books(now, 'p' .. tok, 'I' .. tok)
 local res, changed = 0, stale
-if fetch('p' .. tok) then
-  drop('p' .. tok)
-  drop('d' .. tok)
-  drop('A' .. tok)
-  put('r', tok)
-  b.C, b.r, changed, res = b.C - 1, tok, true, 1
+if h[4] and (not stale or b.live[tok]) then -- (a rescan drops it when expired)
+  local n = #dels
+  dels[n + 1], dels[n + 2], dels[n + 3] = 'p' .. tok, 'd' .. tok, 'A' .. tok
+  b.C, b.r, b.ch = b.C - 1, tok, true
+  sets[#sets + 1], sets[#sets + 2] = 'r', tok
   if b.W == tok then b.W = '' end
   if b.L == tok then b.L = '' end
   if b.P == tok then b.P = '' end
   if b.C == 0 then b.E = nil end
-  keep(b, now + tonumber(ARGV[3]))
+  keep(b, now, now + tonumber(ARGV[3]))
+  res, changed = 1, true
 elseif b.r == tok then
   res = 1
-elseif leave(b, tok) then
+elseif h[5] then -- a queue id leaving the queue
+  unlink(b, tok, nil, nil, h[5])
   changed = true
 end
 if changed then
-  settle(b, ARGV[4] == 'rw', now, t, ARGV[2])
+  settle(b, rw, now, t, ARGV[2])
   finish(b, now)
 end
 if res == 1 and #granted > 0 then
