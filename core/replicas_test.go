@@ -187,7 +187,7 @@ func TestWaiterGivesBackGrant(t *testing.T) {
 	defer prx.Close()
 	holder := newClient(t, srv)
 	grec := newRecorder()
-	quitter := newClientOn(t, redis.NewClient(&redis.Options{Addr: prx.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true}), core.WithObserver(grec))
+	quitter := newClientOn(t, redis.NewClient(&redis.Options{Addr: prx.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true}), core.WithObserver(grec), core.WithOwner("quitter"))
 	nrec := newRecorder()
 	next := newClient(t, srv, core.WithObserver(nrec))
 	ctx := testkit.Context(t, 30*time.Second)
@@ -207,7 +207,7 @@ func TestWaiterGivesBackGrant(t *testing.T) {
 	}
 	testkit.WaitFor(t, 10*time.Second, "the grant to the quitter", func() bool {
 		h, held, err := next.Inspect(ctx, "quit")
-		return err == nil && held && h.Owner == "" // granted, unconfirmed
+		return err == nil && held && h.Owner == "quitter" && h.Token > l.Token() // granted (the grant names the grantee), unconfirmed
 	})
 	quit()
 	start := time.Now()

@@ -20,7 +20,7 @@ func TestGranteeMissedNotification(t *testing.T) {
 	}
 	defer holder.Close()
 	rec := &attemptsObserver{contended: make(chan int, 16), ends: make(chan AcquireResult, 1)}
-	waiter, err := New(srv.NewClient(), WithObserver(rec), WithTTL(time.Second)) // grant TTL 1s, attempts every 0.5s
+	waiter, err := New(srv.NewClient(), WithObserver(rec), WithTTL(time.Second), WithOwner("waiter")) // grant TTL 1s, attempts every 0.5s
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +55,8 @@ func TestGranteeMissedNotification(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, held, err := holder.Inspect(ctx, "missed")
-	if err != nil || !held || g.Owner != "" {
-		t.Fatalf("after the release: %+v held %v (%v), want granted to the waiter", g, held, err)
+	if err != nil || !held || g.Owner != "waiter" || g.Token <= l.Token() {
+		t.Fatalf("after the release: %+v held %v (%v), want granted to the waiter, named", g, held, err)
 	}
 	if err := <-res; err != nil {
 		t.Fatal(err)

@@ -37,7 +37,10 @@
 --
 -- The wait queue lives in the lock's own hash (one key, one cluster slot):
 -- qh and qt are the sequence numbers of its first and last entries, q<seq>
--- is the queue id of entry seq, and i<queue id> is "seq:expiry ms:grant TTL".
+-- is the queue id of entry seq, i<queue id> is "seq:expiry ms:grant TTL", and
+-- x<queue id> is "<owner id>\n<metadata>" of the queue's head at its last
+-- attempt, which a release that grants the lock to the queue writes as the
+-- holder's (w, m), so that a caller refused meanwhile learns whom it waits for.
 -- A free lock is taken by whoever asks (the queue only decides who gets it
 -- at a release); the caller's own entry is then removed.
 --
@@ -73,14 +76,14 @@ if o then
     local exp = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[6])
     if h[3] then -- queued already: refresh the entry, keep the place
       local seq = string.match(h[3], '^(%d+):')
-      redis.call('HSET', KEYS[1], 'i' .. q, seq .. ':' .. exp .. ':' .. ARGV[7])
+      redis.call('HSET', KEYS[1], 'i' .. q, seq .. ':' .. exp .. ':' .. ARGV[7], 'x' .. q, ARGV[3] .. '\n' .. ARGV[4])
     else
       local seq = tonumber(x[3] or '0') + 1
       local e = seq .. ':' .. exp .. ':' .. ARGV[7]
       if x[3] then
-        redis.call('HSET', KEYS[1], 'qt', seq, 'q' .. seq, q, 'i' .. q, e)
+        redis.call('HSET', KEYS[1], 'qt', seq, 'q' .. seq, q, 'i' .. q, e, 'x' .. q, ARGV[3] .. '\n' .. ARGV[4])
       else
-        redis.call('HSET', KEYS[1], 'qh', seq, 'qt', seq, 'q' .. seq, q, 'i' .. q, e)
+        redis.call('HSET', KEYS[1], 'qh', seq, 'qt', seq, 'q' .. seq, q, 'i' .. q, e, 'x' .. q, ARGV[3] .. '\n' .. ARGV[4])
       end
     end
   end

@@ -14,9 +14,9 @@
 local seq = string.match(e, '^(%d+):')
 local b = redis.call('HMGET', KEYS[1], 'qh', 'qt')
 if b[1] == seq and b[2] == seq then
-  redis.call('HDEL', KEYS[1], 'i' .. id, 'q' .. seq, 'qh', 'qt')
+  redis.call('HDEL', KEYS[1], 'i' .. id, 'x' .. id, 'q' .. seq, 'qh', 'qt')
 else
-  redis.call('HDEL', KEYS[1], 'i' .. id, 'q' .. seq)
+  redis.call('HDEL', KEYS[1], 'i' .. id, 'x' .. id, 'q' .. seq)
   if b[1] == seq then
     redis.call('HSET', KEYS[1], 'qh', seq + 1)
   elseif b[2] == seq then

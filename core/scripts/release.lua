@@ -36,7 +36,9 @@
 --
 -- Grant: when the wait queue has an entry whose waiter refreshed it within
 -- its lifetime, that queue becomes the owner (o = its queue id) with the next
--- fencing token, for the entry's grant TTL only; entries found expired on
+-- fencing token, for the entry's grant TTL only, and the owner id and
+-- metadata its head last wrote (x<queue id>) become the holder's: a caller
+-- refused meanwhile is told whom it waits for. Entries found expired on
 -- the way are dropped. The message wakes the grantee, whose confirming
 -- attempt (acquire.lua) turns the grant into its lease with its own TTL. A
 -- grantee that died costs the others the grant TTL, not a lease TTL; one
@@ -66,12 +68,16 @@ if h[1] == ARGV[1] then
       local id = redis.call('HGET', KEYS[1], f)
       gone[#gone + 1] = f
       if id then
-        local e = redis.call('HGET', KEYS[1], 'i' .. id)
+        local e = redis.call('HMGET', KEYS[1], 'i' .. id, 'x' .. id)
         gone[#gone + 1] = 'i' .. id
-        local _, exp, gttl = string.match(e or '', '^(%d+):(%d+):(%d+)$')
+        gone[#gone + 1] = 'x' .. id
+        local _, exp, gttl = string.match(e[1] or '', '^(%d+):(%d+):(%d+)$')
         if exp and tonumber(exp) >= now then
           local fence = next_fence(q[2], t) -- nextfence.lua, prepended
-          redis.call('HSET', KEYS[1], 'o', id, 'f', fence, 'r', ARGV[1])
+          -- The grantee's owner id and metadata, as its queue's head last
+          -- wrote them, are the holder's until its attempt confirms.
+          local owner, meta = string.match(e[2] or '', '^([^\n]*)\n(.*)$')
+          redis.call('HSET', KEYS[1], 'o', id, 'f', fence, 'r', ARGV[1], 'w', owner or '', 'm', meta or '')
           redis.call('PEXPIRE', KEYS[1], gttl)
           granted = id
         end
@@ -84,8 +90,10 @@ if h[1] == ARGV[1] then
     else
       redis.call('HSET', KEYS[1], 'qh', seq)
     end
-    gone[#gone + 1] = 'w'
-    gone[#gone + 1] = 'm'
+    if not granted then
+      gone[#gone + 1] = 'w'
+      gone[#gone + 1] = 'm'
+    end
     gone[#gone + 1] = 'n'
     redis.call('HDEL', KEYS[1], unpack(gone))
   end

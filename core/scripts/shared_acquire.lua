@@ -69,7 +69,7 @@ local function enqueue(exp)
     sets[#sets + 1], sets[#sets + 2] = 'I' .. q, at
   end
   sets[#sets + 1] = 'Q' .. string.match(at, '^(%a%d+)')
-  sets[#sets + 1] = q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3]
+  sets[#sets + 1] = q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3] .. '\n' .. ARGV[4]
   keep(b, now, exp)
 end
 
@@ -132,7 +132,8 @@ if q ~= '' and ARGV[9] then -- queue, or keep the place
 end
 if why == 'q' then
   finish(b, now)
-  return {0, wq.owner, '', 0, 0, 'q'}
+  local owner, meta = string.match(wq.owner, '^([^\n]*)\n(.*)$')
+  return {0, owner or wq.owner, meta or '', 0, 0, 'q'}
 end
 if who ~= '' and who == b.P then why = 'p' end
 local nh = redis.call('HMGET', K, 'p' .. who, 'd' .. who)

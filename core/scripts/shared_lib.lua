@@ -35,7 +35,9 @@
 -- Redis). Three lists, each a run of sequence numbers: s (waiters for a
 -- permit), r (readers), w (writers):
 --   H<l>, T<l>  (in B) first and last sequence numbers of list l ('' when empty)
---   Q<l><seq>   "<queue id>:<place>:<expiry ms>:<grant TTL ms>:<limit>:<owner id>"
+--   Q<l><seq>   "<queue id>:<place>:<expiry ms>:<grant TTL ms>:<limit>:<owner id>\n<metadata>"
+--               (the owner id and metadata of the queue's head at its last
+--               attempt: a grant's holder description until it is taken)
 --   I<id>       "<l><seq>:<place>", where queue id's entry is
 --   S           (in B) the last place given: places order readers and
 --               writers across their two lists (first come, first served)
@@ -192,7 +194,7 @@ local function grant(b, e, mode, now, t, channel)
   local fence = next_fence(b.f, t) -- nextfence.lua, prepended
   local exp = now + tonumber(e.gttl)
   local n = #sets
-  sets[n + 1], sets[n + 2], sets[n + 3], sets[n + 4] = 'p' .. e.id, exp .. ':' .. fence .. ':' .. mode, 'd' .. e.id, e.owner .. '\n'
+  sets[n + 1], sets[n + 2], sets[n + 3], sets[n + 4] = 'p' .. e.id, exp .. ':' .. fence .. ':' .. mode, 'd' .. e.id, e.owner
   sets[n + 5], sets[n + 6] = 'f', fence
   if mode == 'r' then
     sets[n + 7], sets[n + 8] = 'A' .. e.id, e.place
