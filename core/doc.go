@@ -136,7 +136,7 @@
 //
 // The Redis key layout is versioned apart from the API: its version ("v1",
 // the only one so far) is part of every Redis key and channel the engine
-// uses, and the README's "Redis key layout" describes it. Releases with the
+// uses, and docs/key-layout.md describes it. Releases with the
 // same layout version share locks, so a rolling deploy is safe. A release
 // that changes the layout bumps its version, says so in the changelog, and
 // keeps clients of the old and the new layout mutually exclusive while both

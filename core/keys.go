@@ -11,7 +11,7 @@ import (
 // rejected with ErrInvalidKey: a lock key names a resource, it is not a payload.
 const MaxKeyLen = 64 << 10
 
-// The storage layout (not API: the README's "Redis key layout" section and
+// The storage layout (not API: docs/key-layout.md and
 // the package documentation's "Stability" say what is promised about it).
 const (
 	// hashKeyLen: keys longer than this many bytes are stored under their
