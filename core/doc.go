@@ -147,8 +147,9 @@
 // Classify and Outcome (how a request in front of a lock ends, and what
 // every lockkit adapter answers for it), ErrKeyConfig and KeyPartError (a
 // key part the server configured wrongly, or one missing from the request),
-// Lease.Bind and LeaseFromContext (the handler's context), and
-// Observer.Unlocked, which only lockkit's fail-open adapters report. How
-// lockkit's adapters read key parts from a request is internal to lockkit and
-// not API; their key parts are joined with JoinKey.
+// Lease.Bind and LeaseFromContext (the handler's context), Request with
+// Client.AcquireRequest and AcquireAllRequest (an acquire given as values),
+// Stats, and Observer.Unlocked, which core reports for a Request that fails
+// open. Package guard builds the adapters on them: key parts read from a
+// request and joined with JoinKey, the answers, the release.
 package core

@@ -12,6 +12,10 @@ const (
 	DefaultTTL            = 30 * time.Second
 	DefaultPrefix         = "lockkit"
 	DefaultReleaseTimeout = 3 * time.Second
+	// DefaultWait is the wait budget of a request in every lockkit adapter
+	// when neither Wait nor NoWait is given: a request should not wait for
+	// a lock longer than a client waits for an answer.
+	DefaultWait = 10 * time.Second
 	// MinTTL is the shortest lease TTL the engine accepts: below it a
 	// renewal could not be confirmed before the lease expires.
 	MinTTL = 10 * time.Millisecond
@@ -125,12 +129,16 @@ func (c *config) validate() error {
 	return nil
 }
 
-// AcquireOption configures one Acquire, TryAcquire or Do.
-type AcquireOption func(*acquireConfig)
+// AcquireOption configures one Acquire, TryAcquire or Do: it sets a field
+// of the Request the call makes (NewRequest reads what options set).
+type AcquireOption func(*Request)
 
+// acquireConfig is a Request resolved for the engine: the TTL is the
+// Client's when the Request left it 0, the wait budget DefaultWait when it
+// left Wait 0 without NoWait.
 type acquireConfig struct {
 	ttl        time.Duration
-	wait       time.Duration // 0: until ctx ends
+	wait       time.Duration
 	noWait     bool
 	name       string
 	reentrant  bool
@@ -138,40 +146,41 @@ type acquireConfig struct {
 	maxWaiters int // 0: unbounded
 }
 
-// TTL sets this lease's TTL (default: the Client's).
-func TTL(d time.Duration) AcquireOption { return func(a *acquireConfig) { a.ttl = d } }
+// TTL sets this lease's TTL (default: the Client's, WithTTL).
+func TTL(d time.Duration) AcquireOption { return func(r *Request) { r.TTL = d } }
 
 // Wait sets the wait budget: how long Acquire waits for a held lock before
 // ErrNotAcquired. Default: until ctx ends. A budget is not a ctx timeout:
 // its end gives ErrNotAcquired, the ctx's end gives ctx.Err().
 func Wait(d time.Duration) AcquireOption {
-	return func(a *acquireConfig) { a.wait, a.noWait = d, false }
+	return func(r *Request) { r.Wait, r.NoWait = d, false }
 }
 
-// NoWait makes Acquire fail at once with ErrNotAcquired when the lock is held,
-// also when other callers of this Client already queue for it (it does not
-// jump the local queue; TryAcquire does).
-func NoWait() AcquireOption { return func(a *acquireConfig) { a.noWait, a.wait = true, 0 } }
+// NoWait makes one attempt: Acquire fails at once with ErrNotAcquired when
+// the lock is held, and also when other callers of this Client already
+// queue for it: it does not jump the local queue. That is what a request
+// handler wants (a duplicate request is refused, the ones queued keep their
+// turn). TryAcquire also makes one attempt but ignores the local queue: it
+// asks Redis even while local callers wait, so it can take a lock they are
+// queued for; use it for work outside a queue (a periodic job that skips
+// its run when another instance has it).
+func NoWait() AcquireOption { return func(r *Request) { r.NoWait, r.Wait = true, 0 } }
 
 // Name sets the low-cardinality telemetry name (route template, RPC method).
-func Name(s string) AcquireOption { return func(a *acquireConfig) { a.name = s } }
+func Name(s string) AcquireOption { return func(r *Request) { r.Name = s } }
 
 // Reentrant lets an acquire of a key the context already holds succeed as a
 // nested lease (no Redis call). Reentrancy travels in the context: every
 // goroutine sharing that context shares the lease.
-func Reentrant() AcquireOption { return func(a *acquireConfig) { a.reentrant = true } }
+func Reentrant() AcquireOption { return func(r *Request) { r.Reentrant = true } }
 
 // NoRenew holds the lock until its TTL without renewal (job de-duplication):
 // the lease's context ends, cause ErrLost, when the TTL runs out.
-func NoRenew() AcquireOption { return func(a *acquireConfig) { a.noRenew = true } }
+func NoRenew() AcquireOption { return func(r *Request) { r.NoRenew = true } }
 
 // MaxWaiters bounds this Client's local queue for the key: with n callers
 // already waiting, Acquire fails at once with ErrNotAcquired.
-func MaxWaiters(n int) AcquireOption { return func(a *acquireConfig) { a.maxWaiters = n } }
-
-func (c *Client) acquireConfig(opts []AcquireOption) (acquireConfig, error) {
-	return acquireConfigFrom(acquireConfig{ttl: c.cfg.ttl}, opts)
-}
+func MaxWaiters(n int) AcquireOption { return func(r *Request) { r.MaxWaiters = n } }
 
 // acquireConfigFrom applies opts to a and checks the result. Options are
 // applied in a function of their own so that the call without options
@@ -180,27 +189,29 @@ func acquireConfigFrom(a acquireConfig, opts []AcquireOption) (acquireConfig, er
 	if len(opts) > 0 {
 		a = applyAcquireOptions(a, opts)
 	}
-	return a, a.check()
+	if err := a.request().Check(); err != nil {
+		return a, err
+	}
+	return a, nil
 }
 
 func applyAcquireOptions(a acquireConfig, opts []AcquireOption) acquireConfig {
-	p := &a
+	r := a.request()
 	for _, o := range opts {
-		o(p)
+		o(&r)
 	}
-	return *p
+	return r.config(a.ttl)
 }
 
-func (a acquireConfig) check() error {
-	switch {
-	case a.ttl <= 0:
-		return fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, a.ttl)
-	case a.ttl < MinTTL:
-		return fmt.Errorf("%w: TTL %v is below %v", ErrInvalidOption, a.ttl, MinTTL)
-	case a.wait < 0:
-		return fmt.Errorf("%w: wait budget must be ≥ 0, got %v", ErrInvalidOption, a.wait)
-	case a.maxWaiters < 0:
-		return fmt.Errorf("%w: MaxWaiters must be ≥ 0, got %d", ErrInvalidOption, a.maxWaiters)
+// request is a as the Request it resolves.
+func (a acquireConfig) request() Request {
+	return Request{Name: a.name, TTL: a.ttl, Wait: a.wait, NoWait: a.noWait, MaxWaiters: a.maxWaiters, Reentrant: a.reentrant, NoRenew: a.noRenew}
+}
+
+// config resolves r with ttl as the TTL it leaves 0 (the Client's).
+func (r Request) config(ttl time.Duration) acquireConfig {
+	if r.TTL != 0 {
+		ttl = r.TTL
 	}
-	return nil
+	return acquireConfig{ttl: ttl, wait: r.Wait, noWait: r.NoWait, name: r.Name, reentrant: r.Reentrant, noRenew: r.NoRenew, maxWaiters: r.MaxWaiters}
 }

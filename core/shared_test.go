@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
@@ -609,8 +608,8 @@ func TestSharedLocksAndTables(t *testing.T) {
 			done <- err
 		}()
 	}
-	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return corehook.Tables(c)["waiters"] == 8 })
-	if n := corehook.Tables(c)["shared"]; n != 5 {
+	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return statsMap(c)["waiters"] == 8 })
+	if n := statsMap(c)["shared"]; n != 5 {
 		t.Errorf("%d shared waits, want 5 keys", n)
 	}
 	var saw bool
@@ -628,11 +627,11 @@ func TestSharedLocksAndTables(t *testing.T) {
 			t.Errorf("waiter: %v", err)
 		}
 	}
-	if tb := corehook.Tables(c); tb["shared"] != 0 || tb["waiters"] != 0 {
+	if tb := statsMap(c); tb["shared"] != 0 || tb["waiters"] != 0 {
 		t.Errorf("tables after the waits ended: %v", tb)
 	}
 	// The hub unsubscribes on its own goroutine.
-	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return corehook.Tables(c)["subscriptions"] == 0 })
+	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return statsMap(c)["subscriptions"] == 0 })
 	_ = held.Release(ctx)
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Config configures the middleware. Client and one of KeyParts, KeyFunc or
@@ -93,4 +94,18 @@ type Config struct {
 	// work was not protected to its end) or the release failed. The answer
 	// is already written. Default: c.Logger().Error.
 	ReleaseErrorHandler func(c *echo.Context, err error)
+}
+
+// guardConfig is the configuration as package guard takes it, and the
+// custom answers its DenyHandler and ErrorHandler give.
+func (config Config) guardConfig() (gc guard.Config[*echo.Context], respond guard.Responders[*echo.Context], err error) {
+	gc = guard.Config[*echo.Context]{Client: config.Client, ReleaseTimeout: config.ReleaseTimeout, AcquireOptions: config.AcquireOptions, RetryAfter: config.RetryAfter}
+	gc.Request = core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit}
+	if gc.Keys, err = guard.ParseKeys[*echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc); err == nil {
+		gc.Request.Side, gc.SideByMethod, err = guard.ParseSide(config.ReadWrite)
+	}
+	respond = guard.Responders[*echo.Context]{}
+	respond.On(guard.KeyErrResponder(config.DenyHandler), guard.Denied...)
+	respond.On(guard.ErrResponder(config.ErrorHandler), guard.Failed...)
+	return gc, respond, err
 }

@@ -15,8 +15,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echo5lock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
@@ -257,14 +256,14 @@ func TestKeyFunc(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases): ToMiddleware returns the error,
+// other adapter (adapttest.OptionCases): ToMiddleware returns the error,
 // NewWithConfig panics with it.
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	adapttest.RunOptionCases(t, "", func(tc adapt.OptionCase) error {
+	adapttest.RunOptionCases(t, "", func(tc adapttest.OptionCase) error {
 		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
 			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions, Limit: tc.Limit,
-			ReadWrite: map[adapt.RW]string{adapt.RWRead: "read", adapt.RWWrite: "write", adapt.RWByMethod: "method"}[tc.RW]}
+			ReadWrite: map[core.Side]string{core.ReadSide: "read", core.WriteSide: "write"}[tc.Side]}
 		if tc.Keys > 1 {
 			cfg.KeyParts = ""
 			for i := range tc.Keys {

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Config configures the middleware. Client and one of KeyParts, KeyFunc or
@@ -93,4 +94,27 @@ type Config struct {
 	// work was not protected to its end) or the release failed. The answer
 	// is already written. Default: c.Logger().Error(err).
 	ReleaseErrorHandler func(c echo.Context, err error)
+}
+
+// guardConfig is the configuration as package guard takes it.
+func (config Config) guardConfig() (guard.Config[echo.Context], error) {
+	gc := guard.Config[echo.Context]{
+		Client: config.Client, ReleaseTimeout: config.ReleaseTimeout, AcquireOptions: config.AcquireOptions, RetryAfter: config.RetryAfter,
+		Request: core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit},
+	}
+	keys, err := guard.ParseKeys[echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc)
+	if err != nil {
+		return gc, err
+	}
+	gc.Keys = keys
+	gc.Request.Side, gc.SideByMethod, err = guard.ParseSide(config.ReadWrite)
+	return gc, err
+}
+
+// responders are the custom answers of config's DenyHandler and ErrorHandler.
+func (config Config) responders() guard.Responders[echo.Context] {
+	rs := guard.Responders[echo.Context]{}
+	rs.On(guard.KeyErrResponder(config.DenyHandler), guard.Denied...)
+	rs.On(guard.ErrResponder(config.ErrorHandler), guard.Failed...)
+	return rs
 }

@@ -14,8 +14,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/ginlock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -101,10 +100,10 @@ func TestEmptyConstPanics(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases).
+// other adapter (adapttest.OptionCases).
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	adapttest.RunOptionCases(t, "ginlock: New: ", func(tc adapt.OptionCase) error {
+	adapttest.RunOptionCases(t, "ginlock: New: ", func(tc adapttest.OptionCase) error {
 		opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL),
 			ginlock.ReleaseTimeout(tc.ReleaseTimeout), ginlock.AcquireOptions(tc.AcquireOptions...)}
 		if tc.NoWait {

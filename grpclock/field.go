@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/guard"
 )
 
 const fieldSource = "field"
@@ -40,7 +40,7 @@ func Field(path string) KeyPart {
 		}
 	}
 	f := &fieldPart{path: path, segs: segs}
-	return KeyPart{keypart.Part[*Call]{Source: fieldSource, Name: path, Get: f.get}}
+	return KeyPart{guard.NewPart(fieldSource, path, f.get)}
 }
 
 type fieldPart struct {

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // A stream keyed by its first message is handed its context before the lock
@@ -38,8 +38,7 @@ type firstMsgStream struct {
 
 	mu       sync.Mutex
 	state    firstState
-	guard    *adapt.Guard
-	key      string
+	hold     *guard.Hold
 	rejErr   error
 	stopLost func() bool
 }
@@ -49,15 +48,15 @@ func (c *config) serveFirstMessage(srv any, ss grpc.ServerStream, info *grpc.Str
 	cctx, cancel := context.WithCancelCause(base)
 	s := &firstMsgStream{ServerStream: ss, c: c, method: info.FullMethod, base: base, ctx: &slotCtx{Context: cctx}, cancel: cancel}
 	defer func() { // also when the handler panics: the lock is released
-		g, key, rejErr := s.end()
+		h, rejErr := s.end()
 		switch {
 		case rejErr != nil:
 			err = rejErr
-		case g != nil && lostDuring(g, base, err):
-			err = c.reject(base, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
+		case h != nil && lostDuring(h, base, err):
+			err = c.reject(base, ss.SetTrailer, c.policy.Rejection(core.OutcomeLost, info.FullMethod, h.Key, err))
 		}
-		if g != nil {
-			c.release(base, info.FullMethod, g)
+		if h != nil {
+			c.release(base, info.FullMethod, h)
 		}
 	}()
 	return handler(srv, s)
@@ -104,19 +103,19 @@ func (s *firstMsgStream) setState(st firstState) {
 // acquire takes the lock for the first message m (RecvMsg calls are never
 // concurrent, so this runs once).
 func (s *firstMsgStream) acquire(m any) error {
-	g, key := adapt.AcquireRequest(&s.c.lock, s.base, &Call{Ctx: s.base, FullMethod: s.method, Msg: m}, s.c.keys, s.method, "")
-	if !g.OK() {
-		return s.refuse(rejection(g, s.method, key))
+	h := s.c.policy.Acquire(s.base, &Call{Ctx: s.base, FullMethod: s.method, Msg: m}, s.method, "")
+	if !h.OK() {
+		return s.refuse(s.c.policy.Reject(h, s.method))
 	}
 	s.mu.Lock()
 	if s.state != statePending { // the handler already returned (it must not read after that)
 		s.mu.Unlock()
-		s.c.release(s.base, s.method, g)
+		s.c.release(s.base, s.method, h)
 		return context.Canceled
 	}
-	s.state, s.guard, s.key = stateOpen, g, key
-	s.ctx.fill(g.Ctx)
-	s.stopLost = context.AfterFunc(g.Ctx, func() { s.cancel(context.Cause(g.Ctx)) })
+	s.state, s.hold = stateOpen, h
+	s.ctx.fill(h.Ctx)
+	s.stopLost = context.AfterFunc(h.Ctx, func() { s.cancel(context.Cause(h.Ctx)) })
 	s.mu.Unlock()
 	return nil
 }
@@ -133,16 +132,16 @@ func (s *firstMsgStream) refuse(r *Rejection) error {
 }
 
 // end marks the handler done and hands back what to release.
-func (s *firstMsgStream) end() (*adapt.Guard, string, error) {
+func (s *firstMsgStream) end() (*guard.Hold, error) {
 	s.mu.Lock()
-	g, key, rejErr, stop := s.guard, s.key, s.rejErr, s.stopLost
-	s.state, s.guard = stateEnded, nil
+	h, rejErr, stop := s.hold, s.rejErr, s.stopLost
+	s.state, s.hold = stateEnded, nil
 	s.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
 	s.cancel(context.Canceled)
-	return g, key, rejErr
+	return h, rejErr
 }
 
 // slotCtx is the handler's context of a first-message stream: the

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Call is what key parts read: the call's context (incoming metadata), its
@@ -25,7 +25,7 @@ type Call struct {
 // KeyPart is one part of a lock key read from a call. Make parts with
 // Const, Metadata, Field and Method, and anything else with Func; Key joins
 // their values with core.JoinKey, exactly as the HTTP adapters join theirs.
-type KeyPart struct{ p keypart.Part[*Call] }
+type KeyPart struct{ p guard.Part[*Call] }
 
 // LockKeyer is a request message that names its own lock key, e.g.
 //
@@ -51,7 +51,7 @@ var (
 
 // Const is a literal part ("order"). It panics when empty, as every
 // adapter's Const does.
-func Const(s string) KeyPart { return KeyPart{keypart.Const[*Call](s)} }
+func Const(s string) KeyPart { return KeyPart{guard.Const[*Call](s)} }
 
 // Metadata is the value of an incoming metadata key (case-insensitive, as
 // gRPC lower-cases them). Missing or empty → codes.InvalidArgument; so is a
@@ -62,7 +62,7 @@ func Metadata(name string) KeyPart {
 		panic("grpclock: Metadata(\"\"): empty metadata key")
 	}
 	name = strings.ToLower(name)
-	return KeyPart{keypart.Part[*Call]{Source: "metadata", Name: name, Get: func(c *Call) (string, error) {
+	return KeyPart{guard.NewPart("metadata", name, func(c *Call) (string, error) {
 		vals := metadata.ValueFromIncomingContext(c.Ctx, name)
 		if len(vals) > 1 {
 			return "", fmt.Errorf("sent %d times; want one value", len(vals))
@@ -71,14 +71,14 @@ func Metadata(name string) KeyPart {
 			return "", nil
 		}
 		return vals[0], nil
-	}}}
+	})}
 }
 
 // Method is the call's full method ("/orders.v1.Orders/PayOrder"). With it
 // alone the lock is method-wide (KeyFromMethod); with other parts it scopes
 // a key to one method, e.g. Key(Method(), Metadata("x-tenant")).
 func Method() KeyPart {
-	return KeyPart{keypart.Part[*Call]{Source: "method", Name: "full method", Get: func(c *Call) (string, error) { return c.FullMethod, nil }}}
+	return KeyPart{guard.NewPart("method", "full method", func(c *Call) (string, error) { return c.FullMethod, nil })}
 }
 
 // Func is a part computed by f. Return "" (nil error) for a missing value and
@@ -86,17 +86,11 @@ func Method() KeyPart {
 // wrapping ErrMisconfigured for a server-side mistake (codes.Internal). name
 // only appears in error messages.
 func Func(name string, f func(*Call) (string, error)) KeyPart {
-	if f == nil {
-		panic("grpclock: Func(" + name + ", nil)")
-	}
-	return KeyPart{keypart.Part[*Call]{Source: "func", Name: name, Get: f}}
+	return KeyPart{guard.Func(name, f)}
 }
 
-// key builds the call's lock key from the Key parts or the message's LockKey.
-func (c *config) key(call *Call) (string, error) {
-	if c.parts != nil {
-		return keypart.Build(call, c.parts)
-	}
+// lockKey is the default key of unary calls: the message's LockKey().
+func lockKey(call *Call) (string, error) {
 	k, ok := call.Msg.(LockKeyer)
 	if !ok {
 		return "", fmt.Errorf("%w for %s: message %T has no LockKey() method and no grpclock.Key option was given", ErrNoKeySource, call.FullMethod, call.Msg)

@@ -9,8 +9,7 @@ import (
 	"google.golang.org/grpc/grpclog"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Option configures an interceptor. Each interceptor keeps its own copy of
@@ -18,16 +17,14 @@ import (
 type Option func(*config)
 
 type config struct {
-	lock       adapt.Config
-	parts      []keypart.Part[*Call]   // nil: the message's LockKey()
-	more       [][]keypart.Part[*Call] // the keys of further Key options: taken together with the first
-	keys       []adapt.KeyFunc[*Call]  // every key of a call (newConfig)
-	keyOpt     string                  // which option set parts, for panic messages
-	firstMsg   bool
-	retryAfter func(error) time.Duration
-	onReject   func(context.Context, *Rejection) error
-	onRelease  func(ctx context.Context, fullMethod string, err error)
-	bad        []string // option mistakes, reported by one panic at construction
+	guard     guard.Config[*Call]
+	keyed     bool     // a Key or KeyFromMethod option was given (else: LockKey)
+	fields    []string // the Field paths of Key options: a stream needs FromFirstMessage for them
+	firstMsg  bool
+	onReject  func(context.Context, *Rejection) error
+	onRelease func(ctx context.Context, fullMethod string, err error)
+	bad       []string // option mistakes, reported by one panic at construction
+	policy    *guard.Policy[*Call]
 }
 
 // Key makes the lock key from parts, their values joined like every lockkit
@@ -39,19 +36,15 @@ type config struct {
 // Key(Const("acct"), Field("from")) and Key(Const("acct"), Field("to")).
 func Key(parts ...KeyPart) Option {
 	return func(c *config) {
-		if len(parts) == 0 {
-			c.bad = append(c.bad, "Key needs at least one part")
-			return
-		}
-		ps := make([]keypart.Part[*Call], len(parts))
+		ps := make([]guard.Part[*Call], len(parts))
 		for i, p := range parts {
 			ps[i] = p.p
+			if p.p.Source == fieldSource {
+				c.fields = append(c.fields, p.p.Name)
+			}
 		}
-		if c.keyOpt == "Key" { // a further key, locked together with the first
-			c.more = append(c.more, ps)
-			return
-		}
-		c.parts, c.keyOpt = ps, "Key"
+		c.keyed = true
+		c.guard.Keys = append(c.guard.Keys, guard.Join(ps...))
 	}
 }
 
@@ -59,25 +52,28 @@ func Key(parts ...KeyPart) Option {
 // key, across every replica) instead of one; past the wait budget (or at
 // once with NoWait) a call is answered codes.ResourceExhausted with a
 // RetryInfo detail.
-func Limit(n int) Option { return func(c *config) { c.lock.Limit = n } }
+func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
 // ReadSide takes the read side of the key's read/write lock: calls of this
 // interceptor share the key with each other and with other readers, and
 // exclude writers. gRPC has no safe methods to tell reads by, so the choice
 // is explicit: build one interceptor for the methods that only read (with
 // ReadSide) and one for those that write (WriteSide), with the same key.
-func ReadSide() Option { return func(c *config) { c.lock.RW = adapt.RWRead } }
+func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.ReadSide } }
 
 // WriteSide takes the write side of the key's read/write lock: one call at
 // a time, and no reader meanwhile.
-func WriteSide() Option { return func(c *config) { c.lock.RW = adapt.RWWrite } }
+func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
 
 // KeyFromMethod locks the whole method: one call of it at a time across all
 // replicas, whatever its message says. The key is the full method
 // ("/orders.v1.Orders/Reindex"), which no resource key built with core.JoinKey
 // can equal. It is an explicit choice, never a fallback.
 func KeyFromMethod() Option {
-	return func(c *config) { c.parts, c.keyOpt = []keypart.Part[*Call]{Method().p}, "KeyFromMethod" }
+	return func(c *config) {
+		c.keyed = true
+		c.guard.Keys = append(c.guard.Keys, guard.Alone(guard.Join(Method().p)))
+	}
 }
 
 // FromFirstMessage keys a stream by its first received message (with Key's
@@ -92,33 +88,33 @@ func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
 // another before it is answered codes.Aborted (0: 10s; negative: the
 // interceptor panics). The call's own deadline still applies. Wait and
 // NoWait are alternatives: giving both panics.
-func Wait(d time.Duration) Option { return func(c *config) { c.lock.Wait = d } }
+func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
 
 // NoWait answers codes.Aborted at once when the lock is held.
-func NoWait() Option { return func(c *config) { c.lock.NoWait = true } }
+func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } }
 
 // TTL sets the lease TTL of the calls (0: the Client's; below core.MinTTL
 // the interceptor panics). The lease is renewed while the handler runs; the
 // TTL is how long a crashed replica keeps the lock.
-func TTL(d time.Duration) Option { return func(c *config) { c.lock.TTL = d } }
+func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Client's Observer is told through Unlocked). The default is
 // fail-closed: codes.Unavailable.
-func FailOpen() Option { return func(c *config) { c.lock.FailOpen = true } }
+func FailOpen() Option { return func(c *config) { c.guard.Request.FailOpen = true } }
 
 // ReleaseTimeout bounds the release after the handler returned (0: the
 // Client's, core.WithReleaseTimeout, 3s by default). The release runs on a
 // context detached from the call, so a client that hung up never strands
 // the lock.
-func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.lock.ReleaseTimeout = d } }
+func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.ReleaseTimeout = d } }
 
 // AcquireOptions adds core acquire options (core.Reentrant,
 // core.MaxWaiters, core.NoRenew...) to every acquire. core.Wait,
 // core.NoWait, core.TTL and core.Name make the interceptor panic: use this
 // package's Wait, NoWait and TTL (the lock's name is the full method).
 func AcquireOptions(opts ...core.AcquireOption) Option {
-	return func(c *config) { c.lock.Options = append(c.lock.Options, opts...) }
+	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
 }
 
 // OnReleaseError is told, after the handler returned, when the lease was
@@ -130,10 +126,10 @@ func OnReleaseError(f func(ctx context.Context, fullMethod string, err error)) O
 
 // RetryAfter sets the retry hint given with codes.Aborted and
 // codes.Unavailable (RetryInfo detail and grpc-retry-pushback-ms trailer).
-// f gets the acquire error; the default is adapt.DefaultRetryAfter (1s): the
+// f gets the acquire error; the default is guard.DefaultRetryAfter (1s): the
 // holder's remaining TTL is no guide, renewal keeps it near the full TTL.
 func RetryAfter(f func(err error) time.Duration) Option {
-	return func(c *config) { c.retryAfter = f }
+	return func(c *config) { c.guard.RetryAfter = f }
 }
 
 // WithErrorHandler replaces DefaultErrorHandler: f turns a call the lock did
@@ -151,29 +147,25 @@ func WithErrorHandler(f func(ctx context.Context, r *Rejection) error) Option {
 // stream interceptor without a key source. (The gin-contrib / grpc norm: a
 // misconfigured middleware does not start.)
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
-	c := &config{lock: adapt.Config{Client: client}}
+	c := &config{guard: guard.Config[*Call]{Client: client}}
 	for _, o := range opts {
 		o(c)
 	}
-	if c.keyOpt == "KeyFromMethod" && len(c.more) > 0 {
-		c.bad = append(c.bad, "KeyFromMethod and several Key options are alternatives")
-	}
-	c.keys = []adapt.KeyFunc[*Call]{c.key}
-	for _, ps := range c.more {
-		c.keys = append(c.keys, func(call *Call) (string, error) { return keypart.Build(call, ps) })
-	}
-	c.lock.Keys = len(c.keys)
-	if err := c.lock.Check(); err != nil {
-		c.bad = append(c.bad, err.Error())
+	if !c.keyed && (!stream || c.firstMsg) {
+		c.guard.Keys = []guard.Key[*Call]{guard.KeyFunc(lockKey)}
 	}
 	if stream && !c.firstMsg {
-		if c.parts == nil {
+		if !c.keyed {
 			c.bad = append(c.bad, "StreamServerInterceptor has no key source: give Key(...) with Metadata/Const/Func parts, KeyFromMethod(), or FromFirstMessage() to key the stream by its first message (Key's parts or its LockKey())")
 		}
-		for _, p := range c.parts {
-			if p.Source == fieldSource {
-				c.bad = append(c.bad, fmt.Sprintf("Field(%q) needs a message: on a stream add FromFirstMessage()", p.Name))
-			}
+		for _, f := range c.fields {
+			c.bad = append(c.bad, fmt.Sprintf("Field(%q) needs a message: on a stream add FromFirstMessage()", f))
+		}
+	}
+	if len(c.bad) == 0 {
+		var err error
+		if c.policy, err = guard.New(c.guard); err != nil {
+			c.bad = append(c.bad, err.Error())
 		}
 	}
 	if len(c.bad) > 0 {
@@ -192,9 +184,9 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	return c
 }
 
-// release ends a guard's hold and reports a lost lease or a failed release.
-func (c *config) release(ctx context.Context, method string, g *adapt.Guard) {
-	if err := g.Release(); err != nil {
+// release ends a hold and reports a lost lease or a failed release.
+func (c *config) release(ctx context.Context, method string, h *guard.Hold) {
+	if err := h.Release(); err != nil {
 		c.onRelease(ctx, method, err)
 	}
 }

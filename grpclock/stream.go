@@ -6,7 +6,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // StreamServerInterceptor returns an interceptor that holds a lock for the
@@ -30,14 +29,14 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 			return c.serveFirstMessage(srv, ss, info, handler)
 		}
 		ctx := ss.Context()
-		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, c.keys, info.FullMethod, "")
-		if !g.OK() {
-			return c.reject(ctx, ss.SetTrailer, rejection(g, info.FullMethod, key))
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, info.FullMethod, "")
+		if !h.OK() {
+			return c.reject(ctx, ss.SetTrailer, c.policy.Reject(h, info.FullMethod))
 		}
-		defer c.release(ctx, info.FullMethod, g)
-		err := handler(srv, &boundStream{ServerStream: ss, ctx: g.Ctx})
-		if lostDuring(g, ctx, err) {
-			return c.reject(ctx, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
+		defer c.release(ctx, info.FullMethod, h)
+		err := handler(srv, &boundStream{ServerStream: ss, ctx: h.Ctx})
+		if lostDuring(h, ctx, err) {
+			return c.reject(ctx, ss.SetTrailer, c.policy.Rejection(core.OutcomeLost, info.FullMethod, h.Key, err))
 		}
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // UnaryServerInterceptor returns an interceptor that runs each call holding
@@ -25,14 +24,14 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 	c := newConfig(client, opts, false)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
-		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, c.keys, info.FullMethod, "")
-		if !g.OK() {
-			return nil, c.reject(ctx, trailer, rejection(g, info.FullMethod, key))
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, info.FullMethod, "")
+		if !h.OK() {
+			return nil, c.reject(ctx, trailer, c.policy.Reject(h, info.FullMethod))
 		}
-		defer c.release(ctx, info.FullMethod, g)
-		resp, err := handler(g.Ctx, req)
-		if lostDuring(g, ctx, err) {
-			return nil, c.reject(ctx, trailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
+		defer c.release(ctx, info.FullMethod, h)
+		resp, err := handler(h.Ctx, req)
+		if lostDuring(h, ctx, err) {
+			return nil, c.reject(ctx, trailer, c.policy.Rejection(core.OutcomeLost, info.FullMethod, h.Key, err))
 		}
 		return resp, err
 	}

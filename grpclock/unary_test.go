@@ -19,8 +19,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -498,12 +497,12 @@ func TestConstructionPanics(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases), by both interceptors.
+// other adapter (adapttest.OptionCases), by both interceptors.
 func TestSharedOptionCases(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	for _, kind := range []string{"UnaryServerInterceptor", "StreamServerInterceptor"} {
 		t.Run(kind, func(t *testing.T) {
-			adapttest.RunOptionCases(t, "grpclock: "+kind+": ", func(tc adapt.OptionCase) error {
+			adapttest.RunOptionCases(t, "grpclock: "+kind+": ", func(tc adapttest.OptionCase) error {
 				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL),
 					grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
 				if tc.NoWait {

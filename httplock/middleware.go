@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // New returns net/http middleware that runs the handler it wraps under the
@@ -26,66 +26,59 @@ import (
 // would reject on every request (the same rules as every lockkit adapter).
 func New(client *core.Client, opts ...Option) func(http.Handler) http.Handler {
 	cfg := config{respond: map[core.Outcome]Responder{}}
-	cfg.adapt.Client = client
+	cfg.guard.Client = client
 	for _, o := range opts {
 		o(&cfg)
 	}
-	switch {
-	case cfg.keyOpts == 0:
-		panic("httplock: New: no key source; pass httplock.Key(parts...) (e.g. Key(Const(\"order\"), PathValue(\"id\")))")
-	case len(cfg.keys) < cfg.keyOpts:
-		panic("httplock: New: httplock.Key() needs at least one part")
-	}
-	cfg.adapt.Keys = len(cfg.keys)
-	if err := cfg.adapt.Check(); err != nil {
+	p, err := guard.New(cfg.guard)
+	if err != nil {
 		panic("httplock: New: " + err.Error())
 	}
 	if cfg.name == nil {
 		cfg.name = func(r *http.Request) string { return r.Pattern }
 	}
 	return func(next http.Handler) http.Handler {
-		return &middleware{cfg: &cfg, next: next}
+		return &middleware{cfg: &cfg, p: p, next: next}
 	}
 }
 
 type middleware struct {
 	cfg  *config
+	p    *guard.Policy[*http.Request]
 	next http.Handler
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if adapt.Preflight(r.Method, r.Header) || (m.cfg.skipper != nil && m.cfg.skipper(r)) {
+	if guard.Preflight(r.Method, r.Header) || (m.cfg.skipper != nil && m.cfg.skipper(r)) {
 		m.next.ServeHTTP(w, r) // CORS preflight, or skipped: nothing to lock
 		return
 	}
-	g, key := adapt.AcquireRequest(&m.cfg.adapt, r.Context(), r, m.cfg.keys, m.cfg.name(r), r.Method)
-	if !g.OK() {
-		m.stop(w, r, g.Outcome, g.Err)
+	h := m.p.Acquire(r.Context(), r, m.cfg.name(r), r.Method)
+	if !h.OK() {
+		m.stop(w, r, h)
 		return
 	}
 	defer func() {
-		if err := g.Release(); err != nil {
+		if err := h.Release(); err != nil {
 			if m.cfg.onRelease != nil {
 				m.cfg.onRelease(r, err)
 			} else {
-				slog.Default().Error("httplock: lock release", "key", key, "error", err)
+				slog.Default().Error("httplock: lock release", "key", h.Key, "error", err)
 			}
 		}
 	}()
-	if m.cfg.tokenHdr != "" && g.Lease != nil {
-		w.Header().Set(m.cfg.tokenHdr, g.TokenHeader())
+	if m.cfg.tokenHdr != "" && h.Lease != nil {
+		w.Header().Set(m.cfg.tokenHdr, h.Token())
 	}
-	m.next.ServeHTTP(w, r.WithContext(g.Ctx))
+	m.next.ServeHTTP(w, r.WithContext(h.Ctx))
 }
 
 // stop answers a request that may not run.
-func (m *middleware) stop(w http.ResponseWriter, r *http.Request, o core.Outcome, err error) {
-	a := AnswerFor(o, err, m.cfg.retryAfter)
-	if f := m.cfg.respond[o]; f != nil {
-		if a.RetryAfter != "" {
-			w.Header().Set(HeaderRetryAfter, a.RetryAfter)
-		}
-		f(w, r, err)
+func (m *middleware) stop(w http.ResponseWriter, r *http.Request, h *guard.Hold) {
+	a := m.p.Answer(h)
+	if f := m.cfg.respond[h.Outcome]; f != nil {
+		a.SetRetryAfter(w.Header())
+		f(w, r, h.Err)
 		return
 	}
 	a.Write(w) // nothing for a client that went away

@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Option configures the middleware.
@@ -19,15 +18,12 @@ type Option func(*config)
 type Responder func(w http.ResponseWriter, r *http.Request, err error)
 
 type config struct {
-	adapt      adapt.Config
-	keys       []adapt.KeyFunc[*http.Request] // one per Key option
-	keyOpts    int
-	name       func(*http.Request) string
-	skipper    func(*http.Request) bool
-	retryAfter func(error) time.Duration
-	tokenHdr   string
-	respond    map[core.Outcome]Responder
-	onRelease  func(*http.Request, error)
+	guard     guard.Config[*http.Request]
+	name      func(*http.Request) string
+	skipper   func(*http.Request) bool
+	tokenHdr  string
+	respond   map[core.Outcome]Responder
+	onRelease func(*http.Request, error)
 }
 
 // Key builds the lock key from parts, their values joined by core.JoinKey:
@@ -40,32 +36,28 @@ type config struct {
 // naming the same keys in opposite orders never deadlock).
 func Key(parts ...Part) Option {
 	return func(c *config) {
-		c.keyOpts++
-		if len(parts) == 0 {
-			return
-		}
-		ps := make([]keypart.Part[*http.Request], len(parts))
+		ps := make([]guard.Part[*http.Request], len(parts))
 		for i, p := range parts {
 			ps[i] = p.p
 		}
-		c.keys = append(c.keys, func(r *http.Request) (string, error) { return keypart.Build(r, ps) })
+		c.guard.Keys = append(c.guard.Keys, guard.Join(ps...))
 	}
 }
 
 // Limit admits at most n requests of one key at once (a semaphore of n per
 // key, across every replica) instead of one; past the wait budget (or at
 // once with NoWait) a request is answered 429 with Retry-After.
-func Limit(n int) Option { return func(c *config) { c.adapt.Limit = n } }
+func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
 // ReadWrite takes a read/write lock on the key: GET and HEAD take the
 // read side (many at once), every other method the write side (alone).
-func ReadWrite() Option { return func(c *config) { c.adapt.RW = adapt.RWByMethod } }
+func ReadWrite() Option { return func(c *config) { c.guard.SideByMethod = true } }
 
 // ReadSide takes the read side for every request, whatever its method.
-func ReadSide() Option { return func(c *config) { c.adapt.RW = adapt.RWRead } }
+func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.ReadSide } }
 
 // WriteSide takes the write side for every request.
-func WriteSide() Option { return func(c *config) { c.adapt.RW = adapt.RWWrite } }
+func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
 
 // OnLimited replaces the 429 answer (Limit: every permit held).
 func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
@@ -73,28 +65,28 @@ func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
 // Wait sets how long a request waits for a held lock before 409 (0 or
 // unset: 10s; negative: New panics). The request's own context still
 // bounds it. Wait and NoWait are alternatives: giving both panics.
-func Wait(d time.Duration) Option { return func(c *config) { c.adapt.Wait = d } }
+func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
 
 // NoWait answers 409 at once when the lock is held.
-func NoWait() Option { return func(c *config) { c.adapt.NoWait = true } }
+func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } }
 
 // TTL sets the lease TTL (0: the Client's; below core.MinTTL New panics).
-func TTL(d time.Duration) Option { return func(c *config) { c.adapt.TTL = d } }
+func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Observer's Unlocked is told); the default is fail-closed (503).
-func FailOpen() Option { return func(c *config) { c.adapt.FailOpen = true } }
+func FailOpen() Option { return func(c *config) { c.guard.Request.FailOpen = true } }
 
 // ReleaseTimeout bounds the release after the handler returned (0: the
 // Client's, core.WithReleaseTimeout, 3s by default).
-func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.adapt.ReleaseTimeout = d } }
+func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.ReleaseTimeout = d } }
 
 // AcquireOptions passes further core options to every acquire
 // (core.Reentrant(), core.MaxWaiters(n), core.NoRenew()). core.Wait,
 // core.NoWait, core.TTL and core.Name make New panic: this package's own
 // options own them.
 func AcquireOptions(opts ...core.AcquireOption) Option {
-	return func(c *config) { c.adapt.Options = append(c.adapt.Options, opts...) }
+	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
 }
 
 // Name sets the lock's telemetry name from the request (default: r.Pattern,
@@ -107,7 +99,9 @@ func Skipper(f func(*http.Request) bool) Option { return func(c *config) { c.ski
 
 // RetryAfter sets the Retry-After of 409 and 503 answers from the error
 // (default 1s; rounded up to whole seconds).
-func RetryAfter(f func(error) time.Duration) Option { return func(c *config) { c.retryAfter = f } }
+func RetryAfter(f func(error) time.Duration) Option {
+	return func(c *config) { c.guard.RetryAfter = f }
+}
 
 // TokenHeader sets the response header that carries the lease's fencing
 // token (e.g. "Lock-Token"); off by default.

@@ -7,12 +7,11 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 )
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases).
+// other adapter (adapttest.OptionCases).
 func TestSharedOptionCases(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -21,7 +20,7 @@ func TestSharedOptionCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	adapttest.RunOptionCases(t, "httplock: New: ", func(tc adapt.OptionCase) error {
+	adapttest.RunOptionCases(t, "httplock: New: ", func(tc adapttest.OptionCase) error {
 		opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL),
 			httplock.ReleaseTimeout(tc.ReleaseTimeout), httplock.AcquireOptions(tc.AcquireOptions...)}
 		if tc.NoWait {

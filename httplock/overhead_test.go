@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )

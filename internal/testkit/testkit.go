@@ -94,3 +94,13 @@ func (f EachCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		return next(ctx, cmds)
 	}
 }
+
+// Tables is c.Stats() by table name, for tests that compare every table
+// of a Client with a baseline after a flood.
+func Tables(c *core.Client) map[string]int {
+	s := c.Stats()
+	return map[string]int{
+		"queues": s.Queues, "shared": s.Shared, "waiters": s.Waiters,
+		"subscriptions": s.Subscriptions, "leases": s.Leases, "renewals": s.Renewals,
+	}
+}

@@ -17,8 +17,7 @@ import (
 	"github.com/lockkit/lockkit/echo5lock"
 	"github.com/lockkit/lockkit/echolock"
 	"github.com/lockkit/lockkit/ginlock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Route is one locked route, described so that every framework can serve it.
@@ -45,10 +44,21 @@ type Route struct {
 	// key, a side of a read/write lock, or more key specs taken together
 	// with Key (all or nothing).
 	Limit    int
-	RW       adapt.RW
+	RW       RW
 	MoreKeys []string
 	Handler  Handler
 }
+
+// RW is which side of a read/write lock a route takes.
+type RW uint8
+
+// Read/write modes.
+const (
+	RWNone     RW = iota // a mutex (or a permit, with Limit)
+	RWByMethod           // the read side for GET and HEAD, the write side otherwise
+	RWRead               // always the read side
+	RWWrite              // always the write side
+)
 
 // kindOptions are a functional-options adapter's options for rt's Limit
 // and read/write mode, from its constructors.
@@ -58,18 +68,18 @@ func kindOptions[O any](rt Route, limit func(int) O, byMethod, read, write func(
 		opts = append(opts, limit(rt.Limit))
 	}
 	switch rt.RW {
-	case adapt.RWByMethod:
+	case RWByMethod:
 		opts = append(opts, byMethod())
-	case adapt.RWRead:
+	case RWRead:
 		opts = append(opts, read())
-	case adapt.RWWrite:
+	case RWWrite:
 		opts = append(opts, write())
 	}
 	return opts
 }
 
 // rwNames are the echo configs' ReadWrite values.
-var rwNames = map[adapt.RW]string{adapt.RWByMethod: "method", adapt.RWRead: "read", adapt.RWWrite: "write"}
+var rwNames = map[RW]string{RWByMethod: "method", RWRead: "read", RWWrite: "write"}
 
 // keySpecs are every key spec of rt: Key, then MoreKeys.
 func (rt Route) keySpecs() []string { return append([]string{rt.Key}, rt.MoreKeys...) }
@@ -100,13 +110,13 @@ var Adapters = []Adapter{Gin, Echo, Echo5, Stdlib, Chi}
 
 // partsOf turns a route's key spec into an adapter's parts, with ctors the
 // adapter's part constructor for each source.
-func partsOf[P any](t testing.TB, rt Route, ctors map[keyspec.Source]func(string) P) []P {
+func partsOf[P any](t testing.TB, rt Route, ctors map[string]func(string) P) []P {
 	return partsOfSpec(t, rt, rt.Key, ctors)
 }
 
 // partsOfSpec is partsOf for one of rt's key specs.
-func partsOfSpec[P any](t testing.TB, rt Route, spec string, ctors map[keyspec.Source]func(string) P) []P {
-	specs, err := keyspec.Parse(spec)
+func partsOfSpec[P any](t testing.TB, rt Route, spec string, ctors map[string]func(string) P) []P {
+	specs, err := guard.ParseSpec(spec)
 	if err != nil {
 		t.Fatalf("route %s: %v", rt.Path, err)
 	}
@@ -129,9 +139,9 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 	for _, rt := range routes {
 		var opts []ginlock.Option
 		for _, spec := range rt.keySpecs() {
-			opts = append(opts, ginlock.Key(partsOfSpec(t, rt, spec, map[keyspec.Source]func(string) ginlock.Part{
-				keyspec.Const: ginlock.Const, keyspec.Param: ginlock.Param, keyspec.Header: ginlock.Header,
-				keyspec.Query: ginlock.Query, keyspec.Cookie: ginlock.Cookie,
+			opts = append(opts, ginlock.Key(partsOfSpec(t, rt, spec, map[string]func(string) ginlock.Part{
+				"const": ginlock.Const, "param": ginlock.Param, "header": ginlock.Header,
+				"query": ginlock.Query, "cookie": ginlock.Cookie,
 			})...))
 		}
 		opts = append(opts, ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL))

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -35,11 +34,11 @@ const (
 // distinct ids on the locked route, some of them refused because the order
 // is held. Afterwards the heap, collected, has grown by less than
 // FloodTolerance, and every table is back at its size before the flood:
-// the Client's per-key tables (corehook.Tables) and those adapterTables
+// the Client's per-key tables (core.Client.Stats) and those adapterTables
 // reports (nil: none).
 func Flood(t *testing.T, a Adapter, adapterTables func(*core.Client) map[string]int) {
 	tables := func(c *core.Client) map[string]int {
-		m := corehook.Tables(c)
+		m := testkit.Tables(c)
 		if adapterTables != nil {
 			for k, v := range adapterTables(c) {
 				m[k] = v

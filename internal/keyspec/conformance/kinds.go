@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // gate holds handlers inside until it is opened, and counts them: a
@@ -92,10 +91,10 @@ func Limit(t *testing.T, a, b Adapter) {
 	}
 	g.waitInside(t, 2) // two permits of one key at once, one per replica
 	r := e.do(ctx, 0, http.MethodPost, "/exports/t1/now")
-	if r.status != http.StatusTooManyRequests || r.header.Get(httplock.HeaderRetryAfter) == "" || !strings.HasPrefix(r.header.Get("Content-Type"), httplock.ProblemContentType) {
+	if r.status != http.StatusTooManyRequests || r.header.Get(guard.HeaderRetryAfter) == "" || !strings.HasPrefix(r.header.Get("Content-Type"), guard.ProblemContentType) {
 		t.Errorf("third request with both permits held: %d %v %q", r.status, r.header, r.body)
 	}
-	var p httplock.Problem
+	var p guard.Problem
 	if err := json.Unmarshal([]byte(r.body), &p); err != nil || p.Status != http.StatusTooManyRequests {
 		t.Errorf("429 body %q: %v", r.body, err)
 	}
@@ -157,9 +156,9 @@ func ReadWrite(t *testing.T, a, b Adapter) {
 		writeOK(w)
 	}
 	routes := []Route{
-		{Method: http.MethodGet, Path: "/docs/:id", Key: "const:doc,param:id", RW: adapt.RWByMethod, Wait: 60 * time.Second, Handler: h},
-		{Method: http.MethodPost, Path: "/docs/:id", Key: "const:doc,param:id", RW: adapt.RWByMethod, Wait: 60 * time.Second, Handler: h},
-		{Method: http.MethodPost, Path: "/docs/:id/now", Key: "const:doc,param:id", RW: adapt.RWWrite, Wait: 200 * time.Millisecond, Handler: h},
+		{Method: http.MethodGet, Path: "/docs/:id", Key: "const:doc,param:id", RW: RWByMethod, Wait: 60 * time.Second, Handler: h},
+		{Method: http.MethodPost, Path: "/docs/:id", Key: "const:doc,param:id", RW: RWByMethod, Wait: 60 * time.Second, Handler: h},
+		{Method: http.MethodPost, Path: "/docs/:id/now", Key: "const:doc,param:id", RW: RWWrite, Wait: 200 * time.Millisecond, Handler: h},
 	}
 	e := newEnv(t, a, b, ttl, routes...)
 	ctx := e.ctx(120 * time.Second)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/httplock"
+	"github.com/lockkit/lockkit/guard"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
 
@@ -175,10 +175,10 @@ func ok2(w http.ResponseWriter, body string) {
 // handling.
 func checkProblem(t *testing.T, _ Adapter, r response, status int, detail string) {
 	t.Helper()
-	if ct := r.header.Get("Content-Type"); ct != httplock.ProblemContentType {
-		t.Errorf("Content-Type = %q, want %q", ct, httplock.ProblemContentType)
+	if ct := r.header.Get("Content-Type"); ct != guard.ProblemContentType {
+		t.Errorf("Content-Type = %q, want %q", ct, guard.ProblemContentType)
 	}
-	var p httplock.Problem
+	var p guard.Problem
 	if err := json.Unmarshal([]byte(r.body), &p); err != nil || p.Status != status || p.Title == "" || p.Type == "" {
 		t.Errorf("problem body %q (%v), want status %d", r.body, err, status)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/keyspec"
 )
 
 // Stdlib serves routes with net/http's ServeMux and httplock.
@@ -28,9 +27,9 @@ func bracePath(p string) string { return colonParam.ReplaceAllString(p, "{$1}") 
 func httplockOf(t testing.TB, client *core.Client, rt Route) http.Handler {
 	var opts []httplock.Option
 	for _, spec := range rt.keySpecs() {
-		opts = append(opts, httplock.Key(partsOfSpec(t, rt, spec, map[keyspec.Source]func(string) httplock.Part{
-			keyspec.Const: httplock.Const, keyspec.Param: httplock.PathValue, keyspec.Header: httplock.Header,
-			keyspec.Query: httplock.Query, keyspec.Cookie: httplock.Cookie,
+		opts = append(opts, httplock.Key(partsOfSpec(t, rt, spec, map[string]func(string) httplock.Part{
+			"const": httplock.Const, "param": httplock.PathValue, "header": httplock.Header,
+			"query": httplock.Query, "cookie": httplock.Cookie,
 		})...))
 	}
 	opts = append(opts, httplock.Wait(rt.Wait), httplock.TTL(rt.TTL))

@@ -1,5 +1,5 @@
 // Package adapttest holds what every lockkit adapter's tests share: the
-// option cases (adapt.OptionCases) run through one adapter's constructor,
+// option cases (OptionCases) run through one adapter's constructor,
 // and the benchmark of what an adapter adds to a core cycle, so each is
 // written once.
 package adapttest
@@ -11,16 +11,15 @@ import (
 	"testing"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // RunOptionCases builds the adapter once per case with build, which returns
 // what construction said: nil when it succeeded, else its error (or its
 // panic, through Panic). A refused case must be refused with a message
 // that starts with prefix (e.g. "ginlock: New: ") and names the rule.
-func RunOptionCases(t *testing.T, prefix string, build func(tc adapt.OptionCase) error) {
+func RunOptionCases(t *testing.T, prefix string, build func(tc OptionCase) error) {
 	t.Helper()
-	for _, tc := range adapt.OptionCases {
+	for _, tc := range OptionCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			err := build(tc)
 			switch {
@@ -75,7 +74,7 @@ func CoreCycle(b *testing.B, c *core.Client, parts ...string) func() {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opts := []core.AcquireOption{core.Wait(adapt.DefaultWait), core.Name("bench")}
+	opts := []core.AcquireOption{core.Wait(core.DefaultWait), core.Name("bench")}
 	return func() {
 		ctx := context.Background()
 		l, err := c.Acquire(ctx, key, opts...)
@@ -93,15 +92,15 @@ func CoreCycle(b *testing.B, c *core.Client, parts ...string) func() {
 // KindOptions are an adapter's options for tc's Limit, read/write side
 // and extra keys, from the adapter's own constructors (read and write may
 // be nil for an adapter without that side).
-func KindOptions[O any](tc adapt.OptionCase, limit func(int) O, read, write, extraKey func() O) []O {
+func KindOptions[O any](tc OptionCase, limit func(int) O, read, write, extraKey func() O) []O {
 	var opts []O
 	if tc.Limit != 0 {
 		opts = append(opts, limit(tc.Limit))
 	}
 	switch {
-	case tc.RW == adapt.RWRead && read != nil:
+	case tc.Side == core.ReadSide && read != nil:
 		opts = append(opts, read())
-	case tc.RW == adapt.RWWrite && write != nil:
+	case tc.Side == core.WriteSide && write != nil:
 		opts = append(opts, write())
 	}
 	for range tc.Keys - 1 {

@@ -1,4 +1,4 @@
-package httplock
+package guard
 
 import (
 	"encoding/json"
@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 )
 
-// Header names and values of the answers.
+// Header names and values of the HTTP answers.
 const (
 	// ProblemContentType is RFC 9457's media type for error bodies.
 	ProblemContentType = "application/problem+json"
@@ -22,8 +21,24 @@ const (
 	StatusClientClosedRequest = 499
 )
 
+// DefaultRetryAfter is the retry hint of a refused request or call when the
+// adapter's RetryAfter option gives none. The holder's remaining TTL is no
+// guide: renewal keeps it near the full TTL.
+const DefaultRetryAfter = time.Second
+
 // Status is the HTTP status of outcome o; 0 for the outcomes that let the
 // handler run (OutcomeAcquired, OutcomeUnlocked).
+//
+//	outcome                              status  Retry-After  body
+//	OutcomeContended, OutcomeTimeout     409     yes          problem
+//	OutcomeLost                          409     yes          problem
+//	OutcomeLimited                       429     yes          problem (every permit of the key held)
+//	OutcomeUnavailable                   503     yes          problem
+//	OutcomeDeadline                      503     yes          problem
+//	OutcomeClosed                        503     yes          problem (the Client was closed)
+//	OutcomeBadKey                        400     no           problem, naming the missing part
+//	OutcomeMisconfigured                 500     no           problem
+//	OutcomeCanceled                      499     no           none: the client went away (recorded for access logs)
 func Status(o core.Outcome) int {
 	switch o {
 	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
@@ -60,7 +75,8 @@ func (p Problem) JSON() []byte {
 }
 
 // ProblemFor is the problem document of outcome o with error err. The
-// detail says what failed, never who holds the lock.
+// detail says what failed, never who holds the lock: its owner and metadata
+// may be another tenant's.
 func ProblemFor(o core.Outcome, err error) Problem {
 	status := Status(o)
 	if status == 0 || status == StatusClientClosedRequest {
@@ -101,10 +117,9 @@ type Answer struct {
 	Problem *Problem
 }
 
-// AnswerFor is the answer to outcome o with error err. retryAfter is the
-// adapter's RetryAfter option (nil: one second); the hint is rounded up to
-// whole seconds, at least 1.
-func AnswerFor(o core.Outcome, err error, retryAfter func(error) time.Duration) Answer {
+// AnswerFor is the answer to outcome o with error err and retry hint
+// after (rounded up to whole seconds, at least 1).
+func AnswerFor(o core.Outcome, err error, after time.Duration) Answer {
 	a := Answer{Status: Status(o)}
 	if o == core.OutcomeCanceled {
 		return a
@@ -113,7 +128,7 @@ func AnswerFor(o core.Outcome, err error, retryAfter func(error) time.Duration) 
 	a.Status, a.Problem = p.Status, &p
 	switch a.Status {
 	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		a.RetryAfter = strconv.Itoa(RetryAfterSeconds(adapt.RetryHint(retryAfter, err)))
+		a.RetryAfter = strconv.Itoa(RetryAfterSeconds(after))
 	}
 	return a
 }
@@ -127,37 +142,36 @@ func RetryAfterSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
-// SetHeaders sets the answer's Retry-After and, when it has a body, its
-// Content-Type on h.
-func (a Answer) SetHeaders(h http.Header) {
+// SetRetryAfter sets the answer's Retry-After on h, if it has one: all a
+// custom answer (an adapter's On* responder) gets from the default.
+func (a Answer) SetRetryAfter(h http.Header) {
 	if a.RetryAfter != "" {
 		h.Set(HeaderRetryAfter, a.RetryAfter)
 	}
+}
+
+// SetHeaders sets every header of the answer on h, the same on every
+// adapter: Retry-After where it applies and, when it has a body,
+// Content-Type application/problem+json with X-Content-Type-Options
+// nosniff (a browser must not read the error as something else). An
+// adapter whose framework writes the body itself (echo's error handler)
+// sets them before handing the answer over.
+func (a Answer) SetHeaders(h http.Header) {
+	a.SetRetryAfter(h)
 	if a.Problem != nil {
 		h.Set("Content-Type", ProblemContentType)
+		h.Set("X-Content-Type-Options", "nosniff")
 	}
 }
 
-// Write writes the answer to w. An answer without a body (the client went
-// away) writes nothing: there is nobody to read it.
+// Write writes the answer to w: its headers, its status, the problem. An
+// answer without a body (the client went away) writes nothing: there is
+// nobody to read it.
 func (a Answer) Write(w http.ResponseWriter) {
 	if a.Problem == nil {
 		return
 	}
 	a.SetHeaders(w.Header())
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(a.Status)
 	_, _ = w.Write(a.Problem.JSON())
-}
-
-// Message is the answer's short text, for frameworks whose error type
-// carries a string.
-func (a Answer) Message() string {
-	if a.Problem == nil {
-		return http.StatusText(a.Status)
-	}
-	if a.Problem.Detail != "" {
-		return a.Problem.Detail
-	}
-	return a.Problem.Title
 }

@@ -1,4 +1,4 @@
-package keyspec_test
+package guard_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package adapt
+package adapttest
 
 import (
 	"time"
@@ -7,7 +7,7 @@ import (
 )
 
 // OptionCase is one configuration of the options every adapter shares, and
-// what Check says of it. Each adapter's tests run every case through its own
+// what guard.Config.Check says of it. Each adapter's tests run every case through its own
 // constructor (ginlock.New, echolock's ToMiddleware, grpclock's
 // interceptors...), so the same option is accepted or refused, with the
 // same message, everywhere.
@@ -20,7 +20,7 @@ type OptionCase struct {
 	ReleaseTimeout time.Duration
 	AcquireOptions []core.AcquireOption
 	Limit          int
-	RW             RW
+	Side           core.Side
 	Keys           int // key options given (0 and 1: one)
 	// Err is a substring of the construction error; "" when valid.
 	Err string
@@ -38,8 +38,8 @@ var OptionCases = []OptionCase{
 	{Name: "no client", NoClient: true, Err: "no *core.Client"},
 	{Name: "negative wait", Wait: -time.Second, Err: "Wait must be ≥ 0"},
 	{Name: "no wait and wait", NoWait: true, Wait: time.Second, Err: "both NoWait and Wait"},
-	{Name: "ttl below the minimum", TTL: 5 * time.Millisecond, Err: "TTL must be 0"},
-	{Name: "negative ttl", TTL: -time.Second, Err: "TTL must be 0"},
+	{Name: "ttl below the minimum", TTL: 5 * time.Millisecond, Err: "TTL must be at least"},
+	{Name: "negative ttl", TTL: -time.Second, Err: "TTL must be at least"},
 	{Name: "negative release timeout", ReleaseTimeout: -time.Second, Err: "ReleaseTimeout must be ≥ 0"},
 	{Name: "core.Wait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Wait(time.Second)}, Err: "AcquireOptions may not carry"},
 	{Name: "core.NoWait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.NoWait()}, Err: "AcquireOptions may not carry"},
@@ -49,10 +49,10 @@ var OptionCases = []OptionCase{
 	{Name: "limit with no wait", Limit: 3, NoWait: true},
 	{Name: "negative limit", Limit: -1, Err: "Limit must be 1 to"},
 	{Name: "limit above the maximum", Limit: core.MaxPermits + 1, Err: "Limit must be 1 to"},
-	{Name: "read side", RW: RWRead},
-	{Name: "write side", RW: RWWrite},
-	{Name: "limit and a read/write side", Limit: 2, RW: RWWrite, Err: "Limit and a read/write side are alternatives"},
+	{Name: "read side", Side: core.ReadSide},
+	{Name: "write side", Side: core.WriteSide},
+	{Name: "limit and a read/write side", Limit: 2, Side: core.WriteSide, Err: "Limit and a read/write side are alternatives"},
 	{Name: "two keys", Keys: 2},
 	{Name: "two keys and a limit", Keys: 2, Limit: 2, Err: "several keys are taken together"},
-	{Name: "two keys and a read/write side", Keys: 2, RW: RWRead, Err: "several keys are taken together"},
+	{Name: "two keys and a read/write side", Keys: 2, Side: core.ReadSide, Err: "several keys are taken together"},
 }

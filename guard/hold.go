@@ -1,0 +1,179 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// Hold is one request's hold on its lock: the outcome of its acquire and,
+// when the handler may run, the handler's context and what to release.
+type Hold struct {
+	// Lease is nil when the handler runs unlocked (fail-open) or may not
+	// run; with several keys it is the last of them (Multi has them all).
+	Lease *core.Lease
+	// Multi holds several keys, taken together.
+	Multi *core.MultiLease
+	// Ctx is the handler's context: the request's values plus the lease
+	// (and the Observer's hold span), cancelled when the request ends or the
+	// lease ends (context.Cause core.ErrLost). The request's own context
+	// when the handler runs unlocked.
+	Ctx context.Context
+	// Outcome is core.OutcomeAcquired or OutcomeUnlocked when the handler
+	// may run; otherwise the outcome to answer with, and Err the cause.
+	Outcome core.Outcome
+	Err     error
+	// Key is the lock key, several joined with ", "; "" when it could not
+	// be built.
+	Key string
+
+	reqCtx  context.Context
+	stop    context.CancelFunc
+	timeout time.Duration
+}
+
+// OK reports whether the handler may run.
+func (h *Hold) OK() bool {
+	return h.Outcome == core.OutcomeAcquired || h.Outcome == core.OutcomeUnlocked
+}
+
+// Acquire builds r's keys and acquires them on ctx (the request's context):
+// one key with core.Client.AcquireRequest, several together with
+// AcquireAllRequest. name is the telemetry name (the route template, the
+// RPC method), never part of the key; method is the HTTP method, which
+// SideByMethod reads ("" for an RPC). A key that cannot be built gives a
+// hold that is not OK, with the outcome core.Classify gives its error
+// (OutcomeBadKey, OutcomeMisconfigured).
+func (p *Policy[R]) Acquire(ctx context.Context, r R, name, method string) *Hold {
+	h := &Hold{reqCtx: ctx, timeout: p.timeout}
+	req := p.req
+	req.Name = name
+	if p.byMethod {
+		req.Side = core.WriteSide
+		if SafeMethod(method) {
+			req.Side = core.ReadSide
+		}
+	}
+	if len(p.keys) == 1 {
+		key, err := p.keys[0].build(r)
+		h.Key = key
+		if err != nil {
+			return h.refuse(err)
+		}
+		l, err := p.client.AcquireRequest(ctx, key, req)
+		if h.settle(req, err) {
+			h.Lease = l
+			h.Ctx, h.stop = l.Bind(ctx)
+		}
+		return h
+	}
+	keys := make([]string, len(p.keys))
+	for i, k := range p.keys {
+		var err error
+		if keys[i], err = k.build(r); err != nil {
+			h.Key = keys[i]
+			return h.refuse(err)
+		}
+	}
+	h.Key = strings.Join(keys, ", ")
+	m, err := p.client.AcquireAllRequest(ctx, keys, req)
+	if h.settle(req, err) {
+		ls := m.Leases()
+		h.Multi, h.Lease = m, ls[len(ls)-1]
+		h.Ctx, h.stop = m.Bind(ctx)
+	}
+	return h
+}
+
+// refuse records a key that could not be built.
+func (h *Hold) refuse(err error) *Hold {
+	h.Outcome, h.Err = core.Classify(nil, err), err
+	return h
+}
+
+// settle records the acquire's outcome; true: the lock is held (the caller
+// binds the handler's context to it).
+func (h *Hold) settle(req core.Request, err error) bool {
+	h.Outcome, h.Err = core.Classify(h.reqCtx, err), err
+	if req.FailsOpen(h.reqCtx, err) { // the Client told its Observer
+		h.Outcome, h.Ctx = core.OutcomeUnlocked, h.reqCtx
+	}
+	return h.Outcome == core.OutcomeAcquired
+}
+
+// Token is the value of a fencing-token header: the lease's token, or with
+// several keys their tokens in the order of the keys taken (canonical),
+// comma-separated; "" when nothing is held.
+func (h *Hold) Token() string {
+	if h.Multi != nil {
+		ls := h.Multi.Leases()
+		parts := make([]string, len(ls))
+		for i, l := range ls {
+			parts[i] = strconv.FormatInt(l.Token(), 10)
+		}
+		return strings.Join(parts, ",")
+	}
+	if h.Lease == nil {
+		return ""
+	}
+	return strconv.FormatInt(h.Lease.Token(), 10)
+}
+
+// Lost reports whether the hold ended under the handler: a lease lost
+// (core.ErrLost).
+func (h *Hold) Lost() bool {
+	switch {
+	case h.Multi != nil:
+		return errors.Is(h.Multi.Err(), core.ErrLost)
+	case h.Lease != nil:
+		return errors.Is(h.Lease.Err(), core.ErrLost)
+	}
+	return false
+}
+
+// Release ends the hold: the handler's context is cancelled and the lock
+// released with a context detached from the request (bounded by
+// ReleaseTimeout, or the Client's release timeout), so a client that hung
+// up or a handler that panicked never strands the lock. Call it in a defer
+// right after an OK Acquire; it is a no-op when nothing is held.
+//
+// It returns what the adapter reports through its release-error hook: an
+// error matching core.ErrLost when the lease was lost while the handler
+// ran (the handler's work was not protected to its end), otherwise the
+// release error, or nil.
+func (h *Hold) Release() error {
+	if h.Lease == nil {
+		return nil
+	}
+	h.stop()
+	ctx := context.WithoutCancel(h.reqCtx)
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	var err error
+	if h.Multi != nil {
+		err = h.Multi.Release(ctx)
+	} else {
+		err = h.Lease.Release(ctx)
+	}
+	if h.Lost() {
+		return fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", h.Key, core.ErrLost)
+	}
+	return err
+}
+
+// SetToken sets header name of hdr to the hold's fencing token (Token)
+// when name is set and a lock is held: an adapter's TokenHeader option.
+func (h *Hold) SetToken(hdr http.Header, name string) {
+	if name != "" && h.Lease != nil {
+		hdr.Set(name, h.Token())
+	}
+}
