@@ -1,6 +1,7 @@
 package echo5lock
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v5"
@@ -28,6 +29,11 @@ func NewWithConfig(config Config) echo.MiddlewareFunc {
 // ToMiddleware checks the configuration and returns the middleware. Its
 // errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
+	if layoutErr != nil {
+		// Path values could not be decoded exactly once: keys would split
+		// by spelling.
+		return nil, fmt.Errorf("cannot read echo's routing settings (this version of echo is not one echo5lock knows): %w", layoutErr)
+	}
 	gc, respond, err := config.guardConfig()
 	if err != nil {
 		return nil, err

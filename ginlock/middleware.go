@@ -18,6 +18,11 @@ func New(client *core.Client, opts ...Option) gin.HandlerFunc {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if layoutErr != nil {
+		// Path parameters could not be decoded exactly once: keys would
+		// split by spelling.
+		panic("ginlock: New: cannot read gin's routing settings (this version of gin is not one ginlock knows): " + layoutErr.Error())
+	}
 	p, err := guard.New(cfg.guard)
 	if err != nil {
 		panic("ginlock: New: " + err.Error())
