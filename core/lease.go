@@ -373,8 +373,8 @@ func (l *Lease) endedErr() error {
 // It fails with ErrNotHeld (and the lease is lost) when another owner holds
 // the lock or it expired.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < MinTTL {
-		return fmt.Errorf("%w: TTL %v is below 10ms", ErrInvalidOption, ttl)
+	if err := CheckTTL(ttl); err != nil {
+		return err
 	}
 	r := l.rootLease()
 	if !l.held() {

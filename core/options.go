@@ -71,19 +71,20 @@ func defaultConfig() config {
 // "lockkit"). Clients that must exclude each other need the same prefix.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
-// WithTTL sets the default lease TTL (default 30s). A renewed lease is
-// extended every TTL/3; the TTL is how long a crashed holder blocks others.
+// WithTTL sets the default lease TTL (default 30s; at least MinTTL). A
+// renewed lease is extended every TTL/3; the TTL is how long a crashed
+// holder blocks others.
 func WithTTL(d time.Duration) Option { return func(c *config) { c.ttl = d } }
 
 // WithObserver installs an Observer (otellock.New() for OpenTelemetry).
 func WithObserver(o Observer) Option { return func(c *config) { c.observer = o } }
 
 // WithOwner sets the owner id stored next to held locks, shown to contenders
-// (default hostname:pid).
+// (default hostname:pid): 1 to 256 bytes, no control characters.
 func WithOwner(id string) Option { return func(c *config) { c.owner = id } }
 
 // WithReleaseTimeout bounds Release (and Close's releases) when the caller's
-// context has no deadline (default 3s).
+// context has no deadline (default 3s; must be > 0).
 func WithReleaseTimeout(d time.Duration) Option { return func(c *config) { c.releaseTimeout = d } }
 
 // WithReplicaAck makes every acquire and renewal wait (Redis WAIT) until
@@ -104,27 +105,45 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 }
 
 // WithNodeTimeout bounds each node's reply in Redlock mode (default 100ms,
-// at most TTL/10): a node that hangs cannot hold an acquire up.
+// or TTL/10 when that is shorter; a larger d is refused): a node that hangs
+// cannot hold an acquire up.
 func WithNodeTimeout(d time.Duration) Option { return func(c *config) { c.nodeTimeout = d } }
 
+// validate refuses every setting the Client could not honour, with
+// ErrInvalidOption, so that New fails rather than every later call.
 func (c *config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
+	}
 	if err := validatePrefix(c.prefix); err != nil {
 		return err
 	}
-	if c.ttl <= 0 {
-		return fmt.Errorf("%w: TTL must be > 0, got %v", ErrInvalidOption, c.ttl)
+	if err := CheckTTL(c.ttl); err != nil {
+		return fmt.Errorf("WithTTL: %w", err)
 	}
-	if c.releaseTimeout <= 0 {
-		return fmt.Errorf("%w: release timeout must be > 0, got %v", ErrInvalidOption, c.releaseTimeout)
+	switch {
+	case c.releaseTimeout <= 0:
+		return bad("WithReleaseTimeout must be > 0, got %v", c.releaseTimeout)
+	case c.ack.replicas < 0:
+		return bad("WithReplicaAck needs replicas ≥ 0, got %d", c.ack.replicas)
+	case c.ack.replicas > 0 && c.ack.timeout < time.Millisecond:
+		// WAIT takes whole milliseconds, and 0 would wait for ever.
+		return bad("WithReplicaAck needs a timeout of at least 1ms, got %v", c.ack.timeout)
+	case c.ack.replicas > 0 && c.ack.timeout >= c.ttl:
+		return bad("WithReplicaAck's timeout %v is not below the TTL %v: a lease could expire while its acknowledgements are awaited", c.ack.timeout, c.ttl)
+	case c.nodeTimeout < 0:
+		return bad("WithNodeTimeout must be > 0, got %v", c.nodeTimeout)
+	case c.nodeTimeout > c.ttl/10:
+		return bad("WithNodeTimeout %v is above TTL/10 (%v): a slow node would eat the validity of every lease", c.nodeTimeout, c.ttl/10)
+	case c.owner == "":
+		return bad("WithOwner: an empty owner id names nobody")
+	case len(c.owner) > 256:
+		return bad("WithOwner: owner id longer than 256 bytes")
 	}
-	if c.ack.replicas < 0 || (c.ack.replicas > 0 && c.ack.timeout <= 0) {
-		return fmt.Errorf("%w: WithReplicaAck needs replicas ≥ 0 and a timeout > 0", ErrInvalidOption)
-	}
-	if c.nodeTimeout < 0 {
-		return fmt.Errorf("%w: node timeout must be > 0", ErrInvalidOption)
-	}
-	if len(c.owner) > 256 {
-		return fmt.Errorf("%w: owner id longer than 256 bytes", ErrInvalidOption)
+	for i := 0; i < len(c.owner); i++ {
+		if b := c.owner[i]; b < 0x20 || b == 0x7f {
+			return bad("WithOwner: control character at byte %d of the owner id", i)
+		}
 	}
 	return nil
 }
