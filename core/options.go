@@ -162,7 +162,8 @@ type acquireConfig struct {
 	name       string
 	reentrant  bool
 	noRenew    bool
-	maxWaiters int // 0: unbounded
+	maxWaiters int           // 0: unbounded
+	maxHold    time.Duration // 0: no bound
 }
 
 // TTL sets this lease's TTL (default: the Client's, WithTTL).
@@ -197,6 +198,18 @@ func Reentrant() AcquireOption { return func(r *Request) { r.Reentrant = true } 
 // the lease's context ends, cause ErrLost, when the TTL runs out.
 func NoRenew() AcquireOption { return func(r *Request) { r.NoRenew = true } }
 
+// MaxHold bounds how long the lease is held: d after the acquire, its
+// context ends with cause ErrMaxHold (Lease.Err returns it, Observer.Lost
+// is told) and renewal stops. The lock itself stays held until the holder
+// releases it (a handler's deferred release, as the adapters do) or, at the
+// latest, until it expires, within one TTL: nobody else can take it while
+// the holder still believes it holds it, since its context ended first. A
+// handler a client can keep busy (a request body dribbled in, a stream
+// that stays silent) then holds its key d at most, where it was renewed
+// until the Client closed. 0: no bound (the default). A nested lease
+// (Reentrant) ends with its outer one.
+func MaxHold(d time.Duration) AcquireOption { return func(r *Request) { r.MaxHold = d } }
+
 // MaxWaiters bounds this Client's local queue for the key: with n callers
 // already waiting, Acquire fails at once with ErrNotAcquired.
 func MaxWaiters(n int) AcquireOption { return func(r *Request) { r.MaxWaiters = n } }
@@ -224,7 +237,7 @@ func applyAcquireOptions(a acquireConfig, opts []AcquireOption) acquireConfig {
 
 // request is a as the Request it resolves.
 func (a acquireConfig) request() Request {
-	return Request{Name: a.name, TTL: a.ttl, Wait: a.wait, NoWait: a.noWait, MaxWaiters: a.maxWaiters, Reentrant: a.reentrant, NoRenew: a.noRenew}
+	return Request{Name: a.name, TTL: a.ttl, Wait: a.wait, NoWait: a.noWait, MaxWaiters: a.maxWaiters, Reentrant: a.reentrant, NoRenew: a.noRenew, MaxHold: a.maxHold}
 }
 
 // config resolves r with ttl as the TTL it leaves 0 (the Client's).
@@ -232,5 +245,5 @@ func (r Request) config(ttl time.Duration) acquireConfig {
 	if r.TTL != 0 {
 		ttl = r.TTL
 	}
-	return acquireConfig{ttl: ttl, wait: r.Wait, noWait: r.NoWait, name: r.Name, reentrant: r.Reentrant, noRenew: r.NoRenew, maxWaiters: r.MaxWaiters}
+	return acquireConfig{ttl: ttl, wait: r.Wait, noWait: r.NoWait, name: r.Name, reentrant: r.Reentrant, noRenew: r.NoRenew, maxWaiters: r.MaxWaiters, maxHold: r.MaxHold}
 }

@@ -40,6 +40,8 @@ type Request struct {
 	Reentrant bool
 	// NoRenew holds the lock until its TTL without renewal (NoRenew).
 	NoRenew bool
+	// MaxHold bounds how long the lease is held (MaxHold); 0: no bound.
+	MaxHold time.Duration
 	// FailOpen says the caller runs its work without the lock when Redis is
 	// unavailable (FailsOpen); AcquireRequest then tells the Observer
 	// (Observer.Unlocked) as it returns the error.
@@ -93,7 +95,7 @@ func CheckTTL(d time.Duration) error {
 
 // Check reports the first value of r that no acquire could honour, with an
 // error matching ErrInvalidOption: a TTL other than 0 below MinTTL; a
-// negative Wait, MaxWaiters or Limit; NoWait together with a Wait; a Limit
+// negative Wait, MaxHold, MaxWaiters or Limit; NoWait together with a Wait; a Limit
 // above MaxPermits; an unknown Side; Limit and Side together. Every acquire
 // checks its Request; an adapter checks its own once, when it is built.
 func (r Request) Check() error {
@@ -110,6 +112,8 @@ func (r Request) Check() error {
 		return bad("Wait must be ≥ 0, got %v", r.Wait)
 	case r.NoWait && r.Wait > 0:
 		return bad("both NoWait and Wait(%v) given; choose one", r.Wait)
+	case r.MaxHold < 0:
+		return bad("MaxHold must be ≥ 0 (0: no bound), got %v", r.MaxHold)
 	case r.MaxWaiters < 0:
 		return bad("MaxWaiters must be ≥ 0 (0: unbounded), got %d", r.MaxWaiters)
 	case r.Limit < 0, r.Limit > MaxPermits:

@@ -56,6 +56,11 @@ type Config struct {
 	// The lease is renewed while the handler runs; the TTL is how long a
 	// crashed replica blocks others.
 	TTL time.Duration
+	// MaxHold bounds how long a request holds its lock (core.MaxHold): then
+	// the handler's context ends with cause core.ErrMaxHold, the lock is no
+	// longer renewed and is released when the handler returns
+	// (ReleaseErrorHandler is told). 0: no bound.
+	MaxHold time.Duration
 	// FailOpen runs the handler without the lock when Redis is unavailable
 	// (the Observer's Unlocked is told). Default: fail-closed, 503.
 	FailOpen bool
@@ -100,7 +105,7 @@ type Config struct {
 // custom answers its DenyHandler and ErrorHandler give.
 func (config Config) guardConfig() (gc guard.Config[*echo.Context], respond guard.Responders[*echo.Context], err error) {
 	gc = guard.Config[*echo.Context]{Client: config.Client, ReleaseTimeout: config.ReleaseTimeout, AcquireOptions: config.AcquireOptions, RetryAfter: config.RetryAfter}
-	gc.Request = core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit}
+	gc.Request = core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit, MaxHold: config.MaxHold}
 	if gc.Keys, err = guard.ParseKeys[*echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc); err == nil {
 		gc.Request.Side, gc.SideByMethod, err = guard.ParseSide(config.ReadWrite)
 	}

@@ -261,7 +261,7 @@ func TestKeyFunc(t *testing.T) {
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
 	adapttest.RunOptionCases(t, "", func(tc adapttest.OptionCase) error {
-		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
+		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, MaxHold: tc.MaxHold,
 			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions, Limit: tc.Limit,
 			ReadWrite: map[core.Side]string{core.ReadSide: "read", core.WriteSide: "write"}[tc.Side]}
 		if tc.Keys > 1 {

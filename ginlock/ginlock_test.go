@@ -104,7 +104,7 @@ func TestEmptyConstPanics(t *testing.T) {
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
 	adapttest.RunOptionCases(t, "ginlock: New: ", func(tc adapttest.OptionCase) error {
-		opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL),
+		opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL), ginlock.MaxHold(tc.MaxHold),
 			ginlock.ReleaseTimeout(tc.ReleaseTimeout), ginlock.AcquireOptions(tc.AcquireOptions...)}
 		if tc.NoWait {
 			opts = append(opts, ginlock.NoWait())

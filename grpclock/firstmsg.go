@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
 )
 
@@ -52,8 +51,8 @@ func (c *config) serveFirstMessage(srv any, ss grpc.ServerStream, info *grpc.Str
 		switch {
 		case rejErr != nil:
 			err = rejErr
-		case h != nil && lostDuring(h, base, err):
-			err = c.reject(base, ss.SetTrailer, c.policy.Rejection(core.OutcomeLost, info.FullMethod, h.Key, err))
+		case h != nil && endedDuring(h, base, err):
+			err = c.ended(base, ss.SetTrailer, info.FullMethod, h, err)
 		}
 		if h != nil {
 			c.release(base, info.FullMethod, h)
@@ -66,15 +65,15 @@ func (s *firstMsgStream) Context() context.Context { return s.ctx }
 
 func (s *firstMsgStream) RecvMsg(m any) error {
 	s.mu.Lock()
-	st, rejErr := s.state, s.rejErr
+	st, rejErr, h := s.state, s.rejErr, s.hold
 	s.mu.Unlock()
 	if st == stateRejected {
 		return rejErr
 	}
-	err := s.ServerStream.RecvMsg(m)
 	if st != statePending {
-		return err
+		return recv(s.ServerStream, h, m)
 	}
+	err := s.ServerStream.RecvMsg(m)
 	if err != nil { // io.EOF before any message, or a broken stream: nothing to lock
 		s.setState(stateOpen)
 		return err

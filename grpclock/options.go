@@ -98,6 +98,16 @@ func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } 
 // TTL is how long a crashed replica keeps the lock.
 func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
 
+// MaxHold bounds how long a call holds its lock (core.MaxHold): d after the
+// lock was taken, the handler's context ends with cause core.ErrMaxHold and
+// the lock is no longer renewed; it is released when the handler returns.
+// A stream's handler waiting in RecvMsg at that moment is idle: its lock is
+// released at once, and that RecvMsg (and every later one) fails, so a
+// stream that stays silent cannot keep its key past d. A handler that
+// failed for it is answered codes.Aborted with a retry hint; OnReleaseError
+// is told. Default 0: no bound.
+func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
+
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Client's Observer is told through Unlocked). The default is
 // fail-closed: codes.Unavailable.

@@ -2,6 +2,7 @@ package grpclock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -85,14 +86,24 @@ func retryDelay(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// lostDuring reports whether a handler's failure is the lock's loss: the
-// lease was lost while it ran and its error says no more than that (no
-// status of its own, or codes.Canceled while the caller is still there).
-// Such a call is answered Lost rather than a misleading Canceled/Unknown.
-func lostDuring(h *guard.Hold, callCtx context.Context, err error) bool {
-	if err == nil || !h.Lost() || callCtx.Err() != nil {
+// endedDuring reports whether a handler's failure is the lock's end: the
+// lease was lost or held for its MaxHold while it ran, and its error says
+// no more than that (no status of its own, or codes.Canceled while the
+// caller is still there). Such a call is answered Lost rather than a
+// misleading Canceled/Unknown.
+func endedDuring(h *guard.Hold, callCtx context.Context, err error) bool {
+	if err == nil || !h.Ended() || callCtx.Err() != nil {
 		return false
 	}
 	st, ok := status.FromError(err)
 	return !ok || st.Code() == codes.Canceled
+}
+
+// ended answers a call whose handler failed for the lock's end (endedDuring):
+// Lost, its cause the handler's error joined with the hold's end.
+func (c *config) ended(ctx context.Context, setTrailer func(metadata.MD), method string, h *guard.Hold, err error) error {
+	if h.Overran() {
+		err = errors.Join(err, core.ErrMaxHold)
+	}
+	return c.reject(ctx, setTrailer, c.policy.Rejection(core.OutcomeLost, method, h.Key, err))
 }

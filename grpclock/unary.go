@@ -30,8 +30,8 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 		}
 		defer c.release(ctx, info.FullMethod, h)
 		resp, err := handler(h.Ctx, req)
-		if lostDuring(h, ctx, err) {
-			return nil, c.reject(ctx, trailer, c.policy.Rejection(core.OutcomeLost, info.FullMethod, h.Key, err))
+		if endedDuring(h, ctx, err) {
+			return nil, c.ended(ctx, trailer, info.FullMethod, h, err)
 		}
 		return resp, err
 	}

@@ -503,7 +503,7 @@ func TestSharedOptionCases(t *testing.T) {
 	for _, kind := range []string{"UnaryServerInterceptor", "StreamServerInterceptor"} {
 		t.Run(kind, func(t *testing.T) {
 			adapttest.RunOptionCases(t, "grpclock: "+kind+": ", func(tc adapttest.OptionCase) error {
-				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL),
+				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL), grpclock.MaxHold(tc.MaxHold),
 					grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
 				if tc.NoWait {
 					opts = append(opts, grpclock.NoWait())

@@ -30,8 +30,8 @@ type Config[R any] struct {
 	ReleaseTimeout time.Duration
 	// AcquireOptions are further core options (core.Reentrant,
 	// core.MaxWaiters, core.NoRenew). They may not set what the adapter has
-	// an option of its own for (the wait budget, NoWait, the TTL, the name):
-	// a silent override would make the adapter's own option lie.
+	// an option of its own for (the wait budget, NoWait, the TTL, MaxHold,
+	// the name): a silent override would make the adapter's own option lie.
 	AcquireOptions []core.AcquireOption
 	// RetryAfter gives the retry hint of a refused request from its error
 	// (nil: DefaultRetryAfter); a negative hint is 0.
@@ -50,7 +50,7 @@ type Config[R any] struct {
 // core.New's); several keys are mutexes (no Limit, no side); SideByMethod
 // excludes a Side and a Limit; a negative ReleaseTimeout is refused (0 is
 // the Client's); and AcquireOptions may not set the wait budget, NoWait,
-// the TTL or the name.
+// the TTL, MaxHold or the name.
 func (c Config[R]) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", core.ErrInvalidOption, fmt.Sprintf(format, args...))
@@ -87,8 +87,8 @@ func (c Config[R]) Check() error {
 	case c.ReleaseTimeout < 0:
 		return bad("ReleaseTimeout must be ≥ 0 (0: the Client's), got %v", c.ReleaseTimeout)
 	}
-	if o := core.NewRequest(c.AcquireOptions...); o.Wait != 0 || o.NoWait || o.TTL != 0 || o.Name != "" {
-		return bad("AcquireOptions may not carry core.Wait, core.NoWait, core.TTL or core.Name; use the adapter's own Wait, NoWait and TTL options (the name is the route or method)")
+	if o := core.NewRequest(c.AcquireOptions...); o.Wait != 0 || o.NoWait || o.TTL != 0 || o.Name != "" || o.MaxHold != 0 {
+		return bad("AcquireOptions may not carry core.Wait, core.NoWait, core.TTL, core.MaxHold or core.Name; use the adapter's own Wait, NoWait, TTL and MaxHold options (the name is the route or method)")
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ func TestCheck(t *testing.T) {
 	key := guard.Join(guard.Const[req]("k"))
 	for _, tc := range adapttest.OptionCases {
 		cfg := guard.Config[req]{Client: c, ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions,
-			Request: core.Request{Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, Limit: tc.Limit, Side: tc.Side}}
+			Request: core.Request{Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, MaxHold: tc.MaxHold, Limit: tc.Limit, Side: tc.Side}}
 		if tc.NoClient {
 			cfg.Client = nil
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
@@ -36,6 +37,14 @@ type Hold struct {
 	reqCtx  context.Context
 	stop    context.CancelFunc
 	timeout time.Duration
+	maxHold time.Duration
+
+	once   sync.Once // the release: at the handler's return, or while it is idle
+	relErr error     // what Release reports
+
+	mu        sync.Mutex
+	receiving bool        // the handler waits in a receive (BeginReceive)
+	idleStop  func() bool // stops the watch of an idle handler's MaxHold
 }
 
 // OK reports whether the handler may run.
@@ -51,7 +60,7 @@ func (h *Hold) OK() bool {
 // hold that is not OK, with the outcome core.Classify gives its error
 // (OutcomeBadKey, OutcomeMisconfigured).
 func (p *Policy[R]) Acquire(ctx context.Context, r R, name, method string) *Hold {
-	h := &Hold{reqCtx: ctx, timeout: p.timeout}
+	h := &Hold{reqCtx: ctx, timeout: p.timeout, maxHold: p.req.MaxHold}
 	req := p.req
 	req.Name = name
 	if p.byMethod {
@@ -125,8 +134,7 @@ func (h *Hold) Token() string {
 	return strconv.FormatInt(h.Lease.Token(), 10)
 }
 
-// Lost reports whether the hold ended under the handler: a lease lost
-// (core.ErrLost).
+// Lost reports whether the hold was lost under the handler (core.ErrLost).
 func (h *Hold) Lost() bool {
 	switch {
 	case h.Multi != nil:
@@ -137,20 +145,53 @@ func (h *Hold) Lost() bool {
 	return false
 }
 
+// Overran reports whether the hold ended by its MaxHold: the handler's
+// context ended with cause core.ErrMaxHold.
+func (h *Hold) Overran() bool {
+	ctx := h.leaseCtx()
+	return ctx != nil && errors.Is(context.Cause(ctx), core.ErrMaxHold)
+}
+
+// Ended reports whether the hold ended under the handler: Lost or Overran.
+func (h *Hold) Ended() bool { return h.Lost() || h.Overran() }
+
+// leaseCtx is the context of what h holds; nil when nothing is held.
+func (h *Hold) leaseCtx() context.Context {
+	switch {
+	case h.Multi != nil:
+		return h.Multi.Context()
+	case h.Lease != nil:
+		return h.Lease.Context()
+	}
+	return nil
+}
+
 // Release ends the hold: the handler's context is cancelled and the lock
 // released with a context detached from the request (bounded by
 // ReleaseTimeout, or the Client's release timeout), so a client that hung
 // up or a handler that panicked never strands the lock. Call it in a defer
-// right after an OK Acquire; it is a no-op when nothing is held.
+// right after an OK Acquire; it is a no-op when nothing is held, and when
+// an idle handler's lock was released at its MaxHold (BeginReceive) it
+// only reports.
 //
 // It returns what the adapter reports through its release-error hook: an
 // error matching core.ErrLost when the lease was lost while the handler
-// ran (the handler's work was not protected to its end), otherwise the
-// release error, or nil.
+// ran, or core.ErrMaxHold when it was held for its MaxHold (the handler's
+// work was not protected to its end), otherwise the release error, or nil.
 func (h *Hold) Release() error {
 	if h.Lease == nil {
 		return nil
 	}
+	h.mu.Lock()
+	if h.idleStop != nil {
+		h.idleStop()
+	}
+	h.mu.Unlock()
+	h.once.Do(h.release)
+	return h.relErr
+}
+
+func (h *Hold) release() {
 	h.stop()
 	ctx := context.WithoutCancel(h.reqCtx)
 	if h.timeout > 0 {
@@ -158,16 +199,76 @@ func (h *Hold) Release() error {
 		ctx, cancel = context.WithTimeout(ctx, h.timeout)
 		defer cancel()
 	}
+	overran := h.Overran() // before the release ends the lease's context
 	var err error
 	if h.Multi != nil {
 		err = h.Multi.Release(ctx)
 	} else {
 		err = h.Lease.Release(ctx)
 	}
-	if h.Lost() {
-		return fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", h.Key, core.ErrLost)
+	switch {
+	case h.Lost():
+		err = fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", h.Key, core.ErrLost)
+	case overran:
+		err = fmt.Errorf("lockkit: lock %q held for its maximum hold (%v) while the handler ran: %w", h.Key, h.maxHold, core.ErrMaxHold)
+	}
+	h.relErr = err
+}
+
+// BeginReceive tells h that the handler now waits for the client's next
+// message (a stream's receive), doing nothing under the lock, until
+// EndReceive. If the hold ends by its MaxHold while the handler waits, the
+// lock is released at once, without waiting for the handler to return: the
+// handler is idle and its context has ended, so nobody runs beside it, and
+// a stream that stays silent frees its key at its bound. It returns an
+// error matching core.ErrMaxHold, and the handler must not receive, once
+// the hold has ended so.
+func (h *Hold) BeginReceive() error {
+	if h.Lease == nil || h.maxHold <= 0 {
+		return nil
+	}
+	if h.Overran() {
+		return h.overranErr()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.receiving = true
+	if h.idleStop == nil {
+		ctx := h.leaseCtx()
+		h.idleStop = context.AfterFunc(ctx, func() {
+			if !errors.Is(context.Cause(ctx), core.ErrMaxHold) {
+				return
+			}
+			h.mu.Lock()
+			idle := h.receiving
+			h.mu.Unlock()
+			if idle {
+				h.once.Do(h.release)
+			}
+		})
+	}
+	return nil
+}
+
+// EndReceive ends what BeginReceive began, with err, what the receive
+// returned. It returns err, or, when the hold ended by its MaxHold
+// meanwhile, an error matching core.ErrMaxHold: the message received must
+// not be used, it came after the lock's bound.
+func (h *Hold) EndReceive(err error) error {
+	if h.Lease == nil || h.maxHold <= 0 {
+		return err
+	}
+	h.mu.Lock()
+	h.receiving = false
+	h.mu.Unlock()
+	if h.Overran() {
+		return h.overranErr()
 	}
 	return err
+}
+
+func (h *Hold) overranErr() error {
+	return fmt.Errorf("lockkit: lock %q held for its maximum hold (%v): %w", h.Key, h.maxHold, core.ErrMaxHold)
 }
 
 // SetToken sets header name of hdr to the hold's fencing token (Token)

@@ -115,6 +115,9 @@ func (r *Rejection) Message() string {
 	case core.OutcomeDeadline:
 		return "lockkit: deadline exceeded while waiting for the lock"
 	case core.OutcomeLost:
+		if errors.Is(r.Err, core.ErrMaxHold) {
+			return "lockkit: the call held its lock for its maximum hold"
+		}
 		return "lockkit: the lock was lost while the call ran"
 	}
 	return "lockkit: " + errText(r.Err)

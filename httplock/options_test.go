@@ -21,7 +21,7 @@ func TestSharedOptionCases(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	adapttest.RunOptionCases(t, "httplock: New: ", func(tc adapttest.OptionCase) error {
-		opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL),
+		opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL), httplock.MaxHold(tc.MaxHold),
 			httplock.ReleaseTimeout(tc.ReleaseTimeout), httplock.AcquireOptions(tc.AcquireOptions...)}
 		if tc.NoWait {
 			opts = append(opts, httplock.NoWait())

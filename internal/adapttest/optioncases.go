@@ -17,6 +17,7 @@ type OptionCase struct {
 	Wait           time.Duration
 	NoWait         bool
 	TTL            time.Duration
+	MaxHold        time.Duration
 	ReleaseTimeout time.Duration
 	AcquireOptions []core.AcquireOption
 	Limit          int
@@ -34,6 +35,7 @@ var OptionCases = []OptionCase{
 	{Name: "no wait", NoWait: true},
 	{Name: "ttl at the minimum", TTL: core.MinTTL},
 	{Name: "release timeout", ReleaseTimeout: time.Second},
+	{Name: "max hold", MaxHold: time.Second},
 	{Name: "other acquire options", AcquireOptions: []core.AcquireOption{core.Reentrant(), core.MaxWaiters(3), core.NoRenew()}},
 	{Name: "no client", NoClient: true, Err: "no *core.Client"},
 	{Name: "negative wait", Wait: -time.Second, Err: "Wait must be ≥ 0"},
@@ -41,6 +43,8 @@ var OptionCases = []OptionCase{
 	{Name: "ttl below the minimum", TTL: 5 * time.Millisecond, Err: "TTL must be at least"},
 	{Name: "negative ttl", TTL: -time.Second, Err: "TTL must be at least"},
 	{Name: "negative release timeout", ReleaseTimeout: -time.Second, Err: "ReleaseTimeout must be ≥ 0"},
+	{Name: "negative max hold", MaxHold: -time.Second, Err: "MaxHold must be ≥ 0"},
+	{Name: "core.MaxHold in AcquireOptions", AcquireOptions: []core.AcquireOption{core.MaxHold(time.Second)}, Err: "AcquireOptions may not carry"},
 	{Name: "core.Wait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Wait(time.Second)}, Err: "AcquireOptions may not carry"},
 	{Name: "core.NoWait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.NoWait()}, Err: "AcquireOptions may not carry"},
 	{Name: "core.TTL in AcquireOptions", AcquireOptions: []core.AcquireOption{core.TTL(time.Second)}, Err: "AcquireOptions may not carry"},

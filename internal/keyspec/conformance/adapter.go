@@ -27,6 +27,7 @@ type Route struct {
 	Wait         time.Duration
 	NoWait       bool
 	TTL          time.Duration
+	MaxHold      time.Duration
 	FailOpen     bool
 	TokenHeader  string
 	// Deadline, when set, is put on the request's context by a middleware in
@@ -144,7 +145,7 @@ func buildGin(t testing.TB, client *core.Client, routes ...Route) http.Handler {
 				"query": ginlock.Query, "cookie": ginlock.Cookie,
 			})...))
 		}
-		opts = append(opts, ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL))
+		opts = append(opts, ginlock.Wait(rt.Wait), ginlock.TTL(rt.TTL), ginlock.MaxHold(rt.MaxHold))
 		opts = append(opts, kindOptions(rt, ginlock.Limit, ginlock.ReadWrite, ginlock.ReadSide, ginlock.WriteSide)...)
 		if rt.NoWait {
 			opts = append(opts, ginlock.NoWait())
@@ -199,7 +200,7 @@ func buildEcho(t testing.TB, client *core.Client, routes ...Route) http.Handler 
 			})
 		}
 		cfg := echolock.Config{
-			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
+			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL, MaxHold: rt.MaxHold,
 			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW],
 		}
 		if len(rt.MoreKeys) > 0 {
@@ -247,7 +248,7 @@ func buildEcho5(t testing.TB, client *core.Client, routes ...Route) http.Handler
 			})
 		}
 		cfg := echo5lock.Config{
-			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL,
+			Client: client, KeyParts: rt.Key, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL, MaxHold: rt.MaxHold,
 			FailOpen: rt.FailOpen, TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW],
 		}
 		if len(rt.MoreKeys) > 0 {

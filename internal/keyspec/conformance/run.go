@@ -29,6 +29,7 @@ func Run(t *testing.T, a Adapter) {
 		{"several keys, all or nothing, any order", MultiKey},
 		{"OPTIONS is locked unless a CORS preflight", OptionsLocked},
 		{"one cookie, any spelling, one key", CookieOneKey},
+		{"MaxHold ends the handler's context and frees the lock", MaxHold},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -45,4 +46,5 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("several keys "+a.Name+"+"+b.Name, func(t *testing.T) { MultiKey(t, a, b) })
 	t.Run("OPTIONS locked "+a.Name+"+"+b.Name, func(t *testing.T) { OptionsLocked(t, a, b) })
 	t.Run("cookie one key "+a.Name+"+"+b.Name, func(t *testing.T) { CookieOneKey(t, a, b) })
+	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHold(t, a, b) })
 }

@@ -866,3 +866,61 @@ func OptionsLocked(t *testing.T, a, b Adapter) {
 		t.Errorf("holder answered %d %q", hr.status, hr.body)
 	}
 }
+
+// MaxHold: a handler that holds its lock past the route's MaxHold (300ms)
+// sees its context end with cause core.ErrMaxHold; its lock is released as
+// it returns, so a request waiting for the order on the other replica is
+// served right after it (TTL 30s: freed by the release, not the expiry),
+// never beside it, and the release-error hook hears core.ErrMaxHold.
+func MaxHold(t *testing.T, a, b Adapter) {
+	entered, returned := newSignal(), newSignal()
+	var cause atomic.Value
+	var overlap atomic.Bool
+	h := func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
+		if !ok {
+			http.Error(w, "no lease", http.StatusInternalServerError)
+			return
+		}
+		if r.Header.Get("X-Hold") == "" { // the next request
+			select {
+			case <-returned.ch:
+			default:
+				overlap.Store(true)
+			}
+			ok2(w, "next")
+			return
+		}
+		entered.fire()
+		select {
+		case <-r.Context().Done():
+			cause.Store(context.Cause(r.Context()))
+		case <-time.After(20 * time.Second):
+		}
+		returned.fire()
+		ok2(w, "held")
+	}
+	relErr := make(chan error, 4)
+	e := newEnv(t, a, b, ttl, Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Wait: 20 * time.Second,
+		MaxHold: 300 * time.Millisecond, Handler: h, ReleaseError: func(err error) { relErr <- err }})
+	ctx := e.ctx(60 * time.Second)
+	first := make(chan response, 1)
+	go func() { first <- e.do(ctx, 0, http.MethodPost, "/orders/12/pay", "X-Hold", "1") }()
+	entered.wait(t, 10*time.Second, "the holder's handler")
+	next := make(chan response, 1)
+	go func() { next <- e.do(ctx, 1, http.MethodPost, "/orders/12/pay") }()
+	if r := testkit.Recv(t, first, 10*time.Second, "the holder's answer"); r.status != http.StatusOK {
+		t.Fatalf("holder answered %d %q", r.status, r.body)
+	}
+	if c, _ := cause.Load().(error); !errors.Is(c, core.ErrMaxHold) {
+		t.Fatalf("the holder's context ended with %v, want core.ErrMaxHold", c)
+	}
+	if r := testkit.Recv(t, next, 10*time.Second, "the next request"); r.status != http.StatusOK || r.body != "next" {
+		t.Fatalf("the next request: %d %q %v", r.status, r.body, r.err)
+	}
+	if overlap.Load() {
+		t.Error("the next request ran before the holder past its MaxHold returned")
+	}
+	if err := testkit.Recv(t, relErr, 10*time.Second, "the release-error hook"); !errors.Is(err, core.ErrMaxHold) {
+		t.Errorf("release-error hook got %v, want core.ErrMaxHold", err)
+	}
+}

@@ -32,7 +32,7 @@ func httplockOf(t testing.TB, client *core.Client, rt Route) http.Handler {
 			"query": httplock.Query, "cookie": httplock.Cookie,
 		})...))
 	}
-	opts = append(opts, httplock.Wait(rt.Wait), httplock.TTL(rt.TTL))
+	opts = append(opts, httplock.Wait(rt.Wait), httplock.TTL(rt.TTL), httplock.MaxHold(rt.MaxHold))
 	opts = append(opts, kindOptions(rt, httplock.Limit, httplock.ReadWrite, httplock.ReadSide, httplock.WriteSide)...)
 	if rt.NoWait {
 		opts = append(opts, httplock.NoWait())
