@@ -75,7 +75,7 @@
 // run of local hand-offs ends after one turn per local waiter while others
 // wait there). Concurrent calls of one Client share round trips: beyond a
 // few in flight, they go out together in pipelines. Wait(d) bounds the wait
-// (the wait budget); without it Acquire waits until ctx ends. NoWait fails at
+// (the wait budget, DefaultWait 10s when not given). NoWait fails at
 // once when the lock is held or other callers of the Client queue for it,
 // MaxWaiters bounds the queue, and Reentrant lets a context that already
 // holds a key take it again as a nested lease.

@@ -12,9 +12,10 @@ const (
 	DefaultTTL            = 30 * time.Second
 	DefaultPrefix         = "lockkit"
 	DefaultReleaseTimeout = 3 * time.Second
-	// DefaultWait is the wait budget of a request in every lockkit adapter
-	// when neither Wait nor NoWait is given: a request should not wait for
-	// a lock longer than a client waits for an answer.
+	// DefaultWait is the wait budget of an acquire that sets none (Wait), in
+	// core and in every lockkit adapter: a caller should not wait for a lock
+	// longer than its own caller waits for an answer, and a background job
+	// on context.Background() should not wait for ever.
 	DefaultWait = 10 * time.Second
 	// MinTTL is the shortest lease TTL the engine accepts: below it a
 	// renewal could not be confirmed before the lease expires.
@@ -170,20 +171,24 @@ type acquireConfig struct {
 func TTL(d time.Duration) AcquireOption { return func(r *Request) { r.TTL = d } }
 
 // Wait sets the wait budget: how long Acquire waits for a held lock before
-// ErrNotAcquired. Default: until ctx ends. A budget is not a ctx timeout:
-// its end gives ErrNotAcquired, the ctx's end gives ctx.Err().
+// ErrNotAcquired. Default (and 0): DefaultWait, 10s, as in every lockkit
+// adapter. ctx still bounds the wait: a budget is not a ctx timeout, its
+// end gives ErrNotAcquired where the ctx's end gives ctx.Err(). To let ctx
+// alone decide, give a budget longer than ctx's deadline. Wait and NoWait
+// replace each other: the last one given counts.
 func Wait(d time.Duration) AcquireOption {
 	return func(r *Request) { r.Wait, r.NoWait = d, false }
 }
 
 // NoWait makes one attempt: Acquire fails at once with ErrNotAcquired when
-// the lock is held, and also when other callers of this Client already
-// queue for it: it does not jump the local queue. That is what a request
-// handler wants (a duplicate request is refused, the ones queued keep their
-// turn). TryAcquire also makes one attempt but ignores the local queue: it
-// asks Redis even while local callers wait, so it can take a lock they are
-// queued for; use it for work outside a queue (a periodic job that skips
-// its run when another instance has it).
+// the lock is held. It does not jump the local queue: when a lease of this
+// Client holds the key, or other callers of this Client queue for it, it is
+// refused without asking Redis. That is what a request handler wants (a
+// duplicate request is refused at once, the queued ones keep their turn),
+// and what every adapter's NoWait does. TryAcquire also makes exactly one
+// attempt, but asks Redis whatever the local queue holds: use it outside
+// request handling, for work one instance does at a time (a periodic job
+// that skips its run when another instance has the lock).
 func NoWait() AcquireOption { return func(r *Request) { r.NoWait, r.Wait = true, 0 } }
 
 // Name sets the low-cardinality telemetry name (route template, RPC method).
@@ -223,6 +228,9 @@ func acquireConfigFrom(a acquireConfig, opts []AcquireOption) (acquireConfig, er
 	}
 	if err := a.request().Check(); err != nil {
 		return a, err
+	}
+	if a.wait == 0 && !a.noWait {
+		a.wait = DefaultWait
 	}
 	return a, nil
 }

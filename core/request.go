@@ -19,7 +19,7 @@ type Request struct {
 	// TTL is the lease's TTL; 0: the Client's (WithTTL). At least MinTTL.
 	TTL time.Duration
 	// Wait is the wait budget: how long to wait for a held lock before
-	// ErrNotAcquired; 0: until ctx ends. NoWait excludes it.
+	// ErrNotAcquired; 0: DefaultWait. NoWait excludes it.
 	Wait time.Duration
 	// NoWait makes one attempt, queueing behind nobody (see NoWait).
 	NoWait bool
@@ -109,7 +109,7 @@ func (r Request) Check() error {
 	}
 	switch {
 	case r.Wait < 0:
-		return bad("Wait must be ≥ 0, got %v", r.Wait)
+		return bad("Wait must be ≥ 0 (0: the default %v), got %v", DefaultWait, r.Wait)
 	case r.NoWait && r.Wait > 0:
 		return bad("both NoWait and Wait(%v) given; choose one", r.Wait)
 	case r.MaxHold < 0:

@@ -138,3 +138,37 @@ func (o *unlockedObserver) Unlocked(_ context.Context, a core.AcquireInfo, _ err
 }
 
 func (o *unlockedObserver) n() int { return o.count }
+
+// waitObserver records the wait budget every acquire starts with.
+type waitObserver struct {
+	core.NopObserver
+	waits chan time.Duration
+}
+
+func (o waitObserver) AcquireStart(ctx context.Context, a core.AcquireInfo) context.Context {
+	o.waits <- a.Wait
+	return ctx
+}
+
+// Without Wait, an acquire waits core.DefaultWait, the default of every
+// adapter too (it waited until ctx ended, so a background job on
+// context.Background() could wait for ever); Wait(0) is the default.
+func TestDefaultWait(t *testing.T) {
+	obs := waitObserver{waits: make(chan time.Duration, 8)}
+	c := testkit.Client(t, redistest.Start(t).NewClient(), core.WithObserver(obs))
+	ctx := testkit.Context(t, 30*time.Second)
+	for _, opts := range [][]core.AcquireOption{nil, {core.Wait(0)}, {core.Wait(time.Second)}} {
+		l, err := c.Acquire(ctx, "dw", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Release(ctx)
+		want := core.DefaultWait
+		if len(opts) == 1 && core.NewRequest(opts...).Wait != 0 {
+			want = time.Second
+		}
+		if got := testkit.Recv(t, obs.waits, 10*time.Second, "the acquire's start"); got != want {
+			t.Errorf("%d options: wait budget %v, want %v", len(opts), got, want)
+		}
+	}
+}

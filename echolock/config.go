@@ -10,8 +10,8 @@ import (
 	"github.com/lockkit/lockkit/guard"
 )
 
-// Config configures the middleware. Client and one of KeyParts, KeyFunc or
-// Keys are required.
+// Config configures the middleware. Client and one of KeyParts, KeyFunc,
+// Keys or KeyFromRoute are required.
 type Config struct {
 	// Skipper skips the middleware when it returns true.
 	Skipper middleware.Skipper
@@ -35,6 +35,12 @@ type Config struct {
 	// "const:acct,param:to"}.
 	Keys []string
 
+	// KeyFromRoute locks the route template plus every path parameter
+	// instead: identical requests run one at a time, other routes or
+	// parameters do not wait for each other. It excludes the key fields
+	// above.
+	KeyFromRoute bool
+
 	// Limit admits at most Limit requests of one key at once (a semaphore
 	// per key, across every replica) instead of one; past the wait budget
 	// (or at once with NoWait) a request is answered 429 Too Many Requests
@@ -46,9 +52,10 @@ type Config struct {
 	// the route); "" a mutex. Limit and ReadWrite are alternatives.
 	ReadWrite string
 
-	// Wait is how long a request waits for a held lock before 409
-	// (0: 10s; negative: invalid). The request's own context still bounds
-	// it. Wait and NoWait are alternatives: setting both is invalid.
+	// Wait is how long a request waits for a held lock before 409 (0:
+	// core.DefaultWait, 10s, as in core; negative: invalid). The request's
+	// own context still bounds it. Wait and NoWait are alternatives:
+	// setting both is invalid.
 	Wait time.Duration
 	// NoWait answers 409 at once when the lock is held.
 	NoWait bool
@@ -107,7 +114,7 @@ func (config Config) guardConfig() (guard.Config[echo.Context], error) {
 		Client: config.Client, ReleaseTimeout: config.ReleaseTimeout, AcquireOptions: config.AcquireOptions, RetryAfter: config.RetryAfter,
 		Request: core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit, MaxHold: config.MaxHold},
 	}
-	keys, err := guard.ParseKeys[echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc)
+	keys, err := guard.ParseKeys[echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc, config.KeyFromRoute)
 	if err != nil {
 		return gc, err
 	}
@@ -119,7 +126,7 @@ func (config Config) guardConfig() (guard.Config[echo.Context], error) {
 // responders are the custom answers of config's DenyHandler and ErrorHandler.
 func (config Config) responders() guard.Responders[echo.Context] {
 	rs := guard.Responders[echo.Context]{}
-	rs.On(guard.KeyErrResponder(config.DenyHandler), guard.Denied...)
-	rs.On(guard.ErrResponder(config.ErrorHandler), guard.Failed...)
+	rs.On(guard.KeyErrResponder(config.DenyHandler), guard.Contended, guard.Limited)
+	rs.On(guard.ErrResponder(config.ErrorHandler), guard.Unavailable, guard.BadKey, guard.Misconfigured, guard.ClientGone)
 	return rs
 }

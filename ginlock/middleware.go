@@ -13,7 +13,7 @@ import (
 // option values the engine would reject on every request (guard.Config.Check,
 // the same rules in every lockkit adapter).
 func New(client *core.Client, opts ...Option) gin.HandlerFunc {
-	cfg := config{respond: map[core.Outcome]Responder{}}
+	cfg := config{respond: guard.Responders[*gin.Context]{}}
 	cfg.guard.Client = client
 	for _, o := range opts {
 		o(&cfg)
@@ -69,13 +69,8 @@ func (m *middleware) handle(c *gin.Context) {
 func (m *middleware) stop(c *gin.Context, h *guard.Hold) {
 	_ = c.Error(h.Err)
 	a := m.p.Answer(h)
-	switch f := m.cfg.respond[h.Outcome]; {
-	case f != nil:
-		a.SetRetryAfter(c.Writer.Header())
-		f(c, h.Err)
-	case a.Problem == nil:
-		c.Status(a.Status) // the client is gone: record the status, write no body
-	default:
+	if answered, _ := m.cfg.respond.Respond(c, h, a, c.Writer.Header()); !answered {
+		c.Status(a.Status) // recorded; sent with the problem, if any (none to a client that went away)
 		a.Write(c.Writer)
 	}
 	c.Abort()

@@ -23,7 +23,7 @@ type config struct {
 	guard     guard.Config[*gin.Context]
 	skipper   func(*gin.Context) bool
 	tokenHdr  string
-	respond   map[core.Outcome]Responder
+	respond   guard.Responders[*gin.Context]
 	onRelease func(*gin.Context, error)
 }
 
@@ -70,8 +70,9 @@ func KeyFromRoute() Option {
 }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or
-// unset: 10s; negative: New panics). The request's own context still
-// bounds it. Wait and NoWait are alternatives: giving both panics.
+// unset: core.DefaultWait, 10s, as in core; negative: New panics). The
+// request's own context still bounds it. Wait and NoWait are alternatives:
+// giving both panics.
 func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
 
 // NoWait answers 409 at once when the lock is held (the request does not
@@ -123,40 +124,40 @@ func RetryAfter(f func(error) time.Duration) Option {
 // token (e.g. "Lock-Token"); off by default.
 func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = name } }
 
-// OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
-func OnContended(f Responder) Option { return on(f, core.OutcomeContended, core.OutcomeTimeout) }
+// OnContended replaces the 409 answer (lock held past the wait budget, or
+// NoWait).
+func OnContended(f Responder) Option { return on(f, guard.Contended) }
 
 // OnLimited replaces the 429 answer (Limit: every permit held past the
 // wait budget, or NoWait).
-func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
+func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 
-// OnUnavailable replaces the 503 answers: Redis unreachable (fail-closed)
-// and the request's deadline passing while it waited.
-func OnUnavailable(f Responder) Option { return on(f, core.OutcomeUnavailable, core.OutcomeDeadline) }
+// OnUnavailable replaces the 503 answers: Redis unreachable (fail-closed),
+// the request's deadline passing while it waited, the Client closed.
+func OnUnavailable(f Responder) Option { return on(f, guard.Unavailable) }
 
 // OnBadKey replaces the 400 answer (a key part missing from the request).
-func OnBadKey(f Responder) Option { return on(f, core.OutcomeBadKey) }
+func OnBadKey(f Responder) Option { return on(f, guard.BadKey) }
 
-// OnError replaces the 500 answer (the server is misconfigured: a Param the
-// route does not have, a nested lock of the same key).
-func OnError(f Responder) Option { return on(f, core.OutcomeMisconfigured) }
+// OnMisconfigured replaces the 500 answer (the server is misconfigured: a
+// Param the route does not have, a nested lock of the same key).
+func OnMisconfigured(f Responder) Option { return on(f, guard.Misconfigured) }
 
 // OnClientGone replaces what happens when the client went away while
 // waiting; by default nothing is written and 499 is recorded as the status.
-func OnClientGone(f Responder) Option { return on(f, core.OutcomeCanceled) }
+func OnClientGone(f Responder) Option { return on(f, guard.ClientGone) }
 
 // OnReleaseError is told, after the handler returned, when the lease was
-// lost while the handler ran (err matches core.ErrLost: its work was not
-// protected to its end) or the release failed. The answer is already
-// written. Default: c.Error(err), so gin's logger and otelgin see it.
+// lost while the handler ran (err matches core.ErrLost) or held for its
+// MaxHold (core.ErrMaxHold): its work was not protected to its end; or
+// when the release failed. The answer is already written. Default:
+// c.Error(err), so gin's logger and otelgin see it.
 func OnReleaseError(f func(c *gin.Context, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
 
-func on(f Responder, kinds ...core.Outcome) Option {
+func on(f Responder, r guard.Refusal) Option {
 	return func(c *config) {
-		for _, k := range kinds {
-			c.respond[k] = f
-		}
+		c.respond.On(func(gc *gin.Context, h *guard.Hold) error { f(gc, h.Err); return nil }, r)
 	}
 }

@@ -32,7 +32,7 @@ const fieldSource = "field"
 // as protojson does); an enum number without a name is refused
 // (codes.InvalidArgument) rather than locked under a key that a newer
 // replica, knowing the name, would build differently.
-func Field(path string) KeyPart {
+func Field(path string) Part {
 	segs := strings.Split(path, ".")
 	for _, s := range segs {
 		if s == "" {
@@ -40,7 +40,7 @@ func Field(path string) KeyPart {
 		}
 	}
 	f := &fieldPart{path: path, segs: segs}
-	return KeyPart{guard.NewPart(fieldSource, path, f.get)}
+	return Part{guard.NewPart(fieldSource, path, f.get)}
 }
 
 type fieldPart struct {

@@ -22,10 +22,10 @@ type Call struct {
 	Msg        any
 }
 
-// KeyPart is one part of a lock key read from a call. Make parts with
+// Part is one part of a lock key read from a call. Make parts with
 // Const, Metadata, Field and Method, and anything else with Func; Key joins
 // their values with core.JoinKey, exactly as the HTTP adapters join theirs.
-type KeyPart struct{ p guard.Part[*Call] }
+type Part struct{ p guard.Part[*Call] }
 
 // LockKeyer is a request message that names its own lock key, e.g.
 //
@@ -51,18 +51,18 @@ var (
 
 // Const is a literal part ("order"). It panics when empty, as every
 // adapter's Const does.
-func Const(s string) KeyPart { return KeyPart{guard.Const[*Call](s)} }
+func Const(s string) Part { return Part{guard.Const[*Call](s)} }
 
 // Metadata is the value of an incoming metadata key (case-insensitive, as
 // gRPC lower-cases them). Missing or empty → codes.InvalidArgument; so is a
 // key sent more than once, because a lock taken on one of two values would
 // not protect a handler that reads the other.
-func Metadata(name string) KeyPart {
+func Metadata(name string) Part {
 	if name == "" {
 		panic("grpclock: Metadata(\"\"): empty metadata key")
 	}
 	name = strings.ToLower(name)
-	return KeyPart{guard.NewPart("metadata", name, func(c *Call) (string, error) {
+	return Part{guard.NewPart("metadata", name, func(c *Call) (string, error) {
 		vals := metadata.ValueFromIncomingContext(c.Ctx, name)
 		if len(vals) > 1 {
 			return "", fmt.Errorf("sent %d times; want one value", len(vals))
@@ -75,18 +75,18 @@ func Metadata(name string) KeyPart {
 }
 
 // Method is the call's full method ("/orders.v1.Orders/PayOrder"). With it
-// alone the lock is method-wide (KeyFromMethod); with other parts it scopes
+// alone the lock is method-wide (KeyFromRoute); with other parts it scopes
 // a key to one method, e.g. Key(Method(), Metadata("x-tenant")).
-func Method() KeyPart {
-	return KeyPart{guard.NewPart("method", "full method", func(c *Call) (string, error) { return c.FullMethod, nil })}
+func Method() Part {
+	return Part{guard.NewPart("method", "full method", func(c *Call) (string, error) { return c.FullMethod, nil })}
 }
 
 // Func is a part computed by f. Return "" (nil error) for a missing value and
 // an error for an unreadable one (both codes.InvalidArgument), or an error
 // wrapping ErrMisconfigured for a server-side mistake (codes.Internal). name
 // only appears in error messages.
-func Func(name string, f func(*Call) (string, error)) KeyPart {
-	return KeyPart{guard.Func(name, f)}
+func Func(name string, f func(*Call) (string, error)) Part {
+	return Part{guard.Func(name, f)}
 }
 
 // lockKey is the default key of unary calls: the message's LockKey().

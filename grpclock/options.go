@@ -18,10 +18,10 @@ type Option func(*config)
 
 type config struct {
 	guard     guard.Config[*Call]
-	keyed     bool     // a Key or KeyFromMethod option was given (else: LockKey)
+	keyed     bool     // a Key or KeyFromRoute option was given (else: LockKey)
 	fields    []string // the Field paths of Key options: a stream needs FromFirstMessage for them
 	firstMsg  bool
-	onReject  func(context.Context, *Rejection) error
+	respond   map[core.Outcome]Responder
 	onRelease func(ctx context.Context, fullMethod string, err error)
 	bad       []string // option mistakes, reported by one panic at construction
 	policy    *guard.Policy[*Call]
@@ -34,7 +34,7 @@ type config struct {
 // more than once to lock several resources per call, all or nothing, in
 // one canonical order (core.Client.AcquireAll): a transfer locks
 // Key(Const("acct"), Field("from")) and Key(Const("acct"), Field("to")).
-func Key(parts ...KeyPart) Option {
+func Key(parts ...Part) Option {
 	return func(c *config) {
 		ps := make([]guard.Part[*Call], len(parts))
 		for i, p := range parts {
@@ -65,11 +65,12 @@ func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.Re
 // a time, and no reader meanwhile.
 func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
 
-// KeyFromMethod locks the whole method: one call of it at a time across all
-// replicas, whatever its message says. The key is the full method
-// ("/orders.v1.Orders/Reindex"), which no resource key built with core.JoinKey
-// can equal. It is an explicit choice, never a fallback.
-func KeyFromMethod() Option {
+// KeyFromRoute locks the whole route, which for gRPC is the method: one
+// call of it at a time across all replicas, whatever its message says. The
+// key is the full method ("/orders.v1.Orders/Reindex"), which no resource
+// key built with core.JoinKey can equal. It is an explicit choice, never a
+// fallback; Key and KeyFromRoute are alternatives.
+func KeyFromRoute() Option {
 	return func(c *config) {
 		c.keyed = true
 		c.guard.Keys = append(c.guard.Keys, guard.Alone(guard.Join(Method().p)))
@@ -85,9 +86,9 @@ func KeyFromMethod() Option {
 func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
 
 // Wait sets the wait budget: how long a call waits for a lock held by
-// another before it is answered codes.Aborted (0: 10s; negative: the
-// interceptor panics). The call's own deadline still applies. Wait and
-// NoWait are alternatives: giving both panics.
+// another before it is answered codes.Aborted (0: core.DefaultWait, 10s, as
+// in core; negative: the interceptor panics). The call's own deadline still
+// applies. Wait and NoWait are alternatives: giving both panics.
 func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
 
 // NoWait answers codes.Aborted at once when the lock is held.
@@ -128,8 +129,9 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 }
 
 // OnReleaseError is told, after the handler returned, when the lease was
-// lost while the handler ran (err matches core.ErrLost: its work was not
-// protected to its end) or the release failed. Default: a grpclog warning.
+// lost while the handler ran (err matches core.ErrLost) or held for its
+// MaxHold (core.ErrMaxHold): its work was not protected to its end; or when
+// the release failed. Default: a grpclog warning.
 func OnReleaseError(f func(ctx context.Context, fullMethod string, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
@@ -142,14 +144,46 @@ func RetryAfter(f func(err error) time.Duration) Option {
 	return func(c *config) { c.guard.RetryAfter = f }
 }
 
-// WithErrorHandler replaces DefaultErrorHandler: f turns a call the lock did
-// not let through into the error the client gets. Returning nil falls back
-// to DefaultErrorHandler (a refused call never runs its handler). When the
-// returned status carries a RetryInfo detail, the interceptor also sets the
+// Responder answers a call the lock did not let through, instead of
+// Answer: it returns the error the client gets, nil for Answer's. When that
+// status carries a RetryInfo detail, the interceptor also sets the
 // grpc-retry-pushback-ms trailer from it, so a stock gRPC client's retry
 // policy honours the hint.
-func WithErrorHandler(f func(ctx context.Context, r *Rejection) error) Option {
-	return func(c *config) { c.onReject = f }
+type Responder func(ctx context.Context, r *Rejection) error
+
+// OnContended replaces the Aborted answer (the lock held past the wait
+// budget, or NoWait).
+func OnContended(f Responder) Option { return on(f, guard.Contended) }
+
+// OnLimited replaces the ResourceExhausted answer (Limit: every permit
+// held).
+func OnLimited(f Responder) Option { return on(f, guard.Limited) }
+
+// OnUnavailable replaces the answers of Redis unavailable (fail-closed),
+// of the call's deadline passing while it waited, and of a closed Client.
+func OnUnavailable(f Responder) Option { return on(f, guard.Unavailable) }
+
+// OnBadKey replaces the InvalidArgument answer (a key part missing from
+// the call).
+func OnBadKey(f Responder) Option { return on(f, guard.BadKey) }
+
+// OnMisconfigured replaces the Internal answer (the server is
+// misconfigured: no key source, a field path the message lacks).
+func OnMisconfigured(f Responder) Option { return on(f, guard.Misconfigured) }
+
+// OnClientGone replaces the answer to a call cancelled while it waited.
+func OnClientGone(f Responder) Option { return on(f, guard.ClientGone) }
+
+// OnLost replaces the Aborted answer of a call whose handler failed because
+// its lease ended while it ran (lost, or held for its MaxHold).
+func OnLost(f Responder) Option { return on(f, guard.Lost) }
+
+func on(f Responder, r guard.Refusal) Option {
+	return func(c *config) {
+		for _, o := range r.Outcomes() {
+			c.respond[o] = f
+		}
+	}
 }
 
 // newConfig applies opts and panics, at construction, on a configuration
@@ -157,7 +191,7 @@ func WithErrorHandler(f func(ctx context.Context, r *Rejection) error) Option {
 // stream interceptor without a key source. (The gin-contrib / grpc norm: a
 // misconfigured middleware does not start.)
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
-	c := &config{guard: guard.Config[*Call]{Client: client}}
+	c := &config{guard: guard.Config[*Call]{Client: client}, respond: map[core.Outcome]Responder{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -166,7 +200,7 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	}
 	if stream && !c.firstMsg {
 		if !c.keyed {
-			c.bad = append(c.bad, "StreamServerInterceptor has no key source: give Key(...) with Metadata/Const/Func parts, KeyFromMethod(), or FromFirstMessage() to key the stream by its first message (Key's parts or its LockKey())")
+			c.bad = append(c.bad, "StreamServerInterceptor has no key source: give Key(...) with Metadata/Const/Func parts, KeyFromRoute(), or FromFirstMessage() to key the stream by its first message (Key's parts or its LockKey())")
 		}
 		for _, f := range c.fields {
 			c.bad = append(c.bad, fmt.Sprintf("Field(%q) needs a message: on a stream add FromFirstMessage()", f))
@@ -184,9 +218,6 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 			kind = "StreamServerInterceptor"
 		}
 		panic("grpclock: " + kind + ": " + strings.Join(c.bad, "; "))
-	}
-	if c.onReject == nil {
-		c.onReject = DefaultErrorHandler
 	}
 	if c.onRelease == nil {
 		c.onRelease = logReleaseError

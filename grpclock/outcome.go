@@ -17,16 +17,16 @@ import (
 )
 
 // Code is the gRPC code of outcome o: guard.RPCCode, the one mapping of
-// lockkit's outcomes to RPC codes (connectlock's too), used by
-// DefaultErrorHandler. OK for the outcomes that let the handler run.
+// lockkit's outcomes to RPC codes (connectlock's too), used by Answer. OK
+// for the outcomes that let the handler run.
 func Code(o core.Outcome) codes.Code { return codes.Code(guard.RPCCode(o)) }
 
-// Rejection describes a call the lock did not let through, for
-// WithErrorHandler: its outcome, full method (Procedure), key, cause and
-// retry hint.
+// Rejection describes a call the lock did not let through, for a Responder:
+// its outcome, full method (Procedure), key, cause and retry hint.
 type Rejection = guard.Rejection
 
-// DefaultErrorHandler answers with Code(r.Outcome) and r.Message():
+// Answer is the default answer to a refused call: Code(r.Outcome) and
+// r.Message():
 //
 //	OutcomeContended, OutcomeTimeout  codes.Aborted, RetryInfo detail (RetryAfter)
 //	OutcomeLimited                    codes.ResourceExhausted, RetryInfo detail (Limit: every permit held)
@@ -41,7 +41,7 @@ type Rejection = guard.Rejection
 // Messages never name the holder (its metadata may be another tenant's).
 // The interceptor adds the grpc-retry-pushback-ms trailer to any answer that
 // carries a RetryInfo detail.
-func DefaultErrorHandler(ctx context.Context, r *Rejection) error {
+func Answer(ctx context.Context, r *Rejection) error {
 	if r.Outcome == core.OutcomeCanceled || r.Outcome == core.OutcomeDeadline {
 		if err := ctx.Err(); err != nil {
 			return status.FromContextError(err).Err()
@@ -60,12 +60,15 @@ func DefaultErrorHandler(ctx context.Context, r *Rejection) error {
 // pushback, in milliseconds (gRFC A6).
 const PushbackTrailer = guard.PushbackTrailer
 
-// reject answers a refused call: the error handler's status, plus the
-// pushback trailer when that status carries a RetryInfo.
+// reject answers a refused call: the On* responder's status or Answer's,
+// plus the pushback trailer when that status carries a RetryInfo.
 func (c *config) reject(ctx context.Context, setTrailer func(metadata.MD), r *Rejection) error {
-	err := c.onReject(ctx, r)
+	var err error
+	if f := c.respond[r.Outcome]; f != nil {
+		err = f(ctx, r)
+	}
 	if err == nil {
-		err = DefaultErrorHandler(ctx, r)
+		err = Answer(ctx, r)
 	}
 	if d, ok := retryDelay(err); ok {
 		setTrailer(metadata.Pairs(PushbackTrailer, strconv.FormatInt(d.Milliseconds(), 10)))

@@ -265,8 +265,8 @@ func TestUnaryKeySourceErrors(t *testing.T) {
 	}
 }
 
-// KeyFromMethod locks the method whatever the message says.
-func TestUnaryKeyFromMethod(t *testing.T) {
+// KeyFromRoute locks the method whatever the message says.
+func TestUnaryKeyFromRoute(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	entered, leave := make(chan struct{}), make(chan struct{})
@@ -280,7 +280,7 @@ func TestUnaryKeyFromMethod(t *testing.T) {
 		}
 		return &testpb.PayResponse{}, nil
 	}}
-	cl := serve(t, svc, unary(c, grpclock.KeyFromMethod(), grpclock.NoWait()))
+	cl := serve(t, svc, unary(c, grpclock.KeyFromRoute(), grpclock.NoWait()))
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.Pay(ctx, &testpb.PayRequest{OrderId: "a"}); first <- err }()
@@ -321,9 +321,13 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	}
 	cl := serve(t, svc, grpc.ChainUnaryInterceptor(deadline, grpclock.UnaryServerInterceptor(c, grpclock.Wait(time.Minute),
 		grpclock.Key(grpclock.Const("order"), grpclock.Func("dl", func(*grpclock.Call) (string, error) { return "dl", nil })),
-		grpclock.WithErrorHandler(func(ctx context.Context, r *grpclock.Rejection) error {
+		grpclock.OnUnavailable(func(ctx context.Context, r *grpclock.Rejection) error {
 			kinds <- r.Outcome
-			return grpclock.DefaultErrorHandler(ctx, r)
+			return nil // Answer's
+		}),
+		grpclock.OnClientGone(func(ctx context.Context, r *grpclock.Rejection) error {
+			kinds <- r.Outcome
+			return grpclock.Answer(ctx, r)
 		}))))
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
@@ -353,7 +357,8 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	}
 }
 
-// WithErrorHandler replaces the answer; its RetryInfo still makes the trailer.
+// An On* option replaces the answer of its outcomes only; a RetryInfo in
+// its status still makes the trailer.
 func TestUnaryErrorHandlerOverride(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
@@ -363,11 +368,8 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 		<-leave
 		return &testpb.PayResponse{}, nil
 	}}
-	cl := serve(t, svc, unary(c, grpclock.NoWait(), grpclock.WithErrorHandler(func(ctx context.Context, r *grpclock.Rejection) error {
-		if r.Outcome.NotAcquired() {
-			return status.Errorf(codes.ResourceExhausted, "busy: %s", r.Key)
-		}
-		return nil // the default for the rest
+	cl := serve(t, svc, unary(c, grpclock.NoWait(), grpclock.OnContended(func(ctx context.Context, r *grpclock.Rejection) error {
+		return status.Errorf(codes.ResourceExhausted, "busy: %s", r.Key)
 	})))
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)

@@ -6,32 +6,76 @@ import (
 	"github.com/lockkit/lockkit/core"
 )
 
+// Refusal is a group of outcomes that one custom answer of an adapter
+// replaces: its On* option of the same name (OnContended, OnLimited, ...),
+// the same groups in every adapter.
+type Refusal uint8
+
+// The refusals, each with the outcomes it covers.
+const (
+	// Contended: the lock was seen held past the wait budget, or at the one
+	// attempt of NoWait (OutcomeContended, OutcomeTimeout). 409 / Aborted.
+	Contended Refusal = iota + 1
+	// Limited: every permit of a Limit was held (OutcomeLimited). 429 /
+	// ResourceExhausted.
+	Limited
+	// Unavailable: Redis did not answer (fail-closed), the request's
+	// deadline passed while it waited, or the Client was closed
+	// (OutcomeUnavailable, OutcomeDeadline, OutcomeClosed). 503 /
+	// Unavailable, DeadlineExceeded.
+	Unavailable
+	// BadKey: the key cannot be taken from the request (OutcomeBadKey).
+	// 400 / InvalidArgument.
+	BadKey
+	// Misconfigured: the server's mistake (OutcomeMisconfigured). 500 /
+	// Internal.
+	Misconfigured
+	// ClientGone: the client went away while its request waited
+	// (OutcomeCanceled): nothing written / Canceled.
+	ClientGone
+	// Lost: the lease ended while the handler ran, lost or held for its
+	// MaxHold, and an RPC handler failed for it (OutcomeLost): Aborted. An
+	// HTTP answer is written by then; the release-error hook hears of it.
+	Lost
+)
+
+// Outcomes are the outcomes r covers.
+func (r Refusal) Outcomes() []core.Outcome {
+	switch r {
+	case Contended:
+		return []core.Outcome{core.OutcomeContended, core.OutcomeTimeout}
+	case Limited:
+		return []core.Outcome{core.OutcomeLimited}
+	case Unavailable:
+		return []core.Outcome{core.OutcomeUnavailable, core.OutcomeDeadline, core.OutcomeClosed}
+	case BadKey:
+		return []core.Outcome{core.OutcomeBadKey}
+	case Misconfigured:
+		return []core.Outcome{core.OutcomeMisconfigured}
+	case ClientGone:
+		return []core.Outcome{core.OutcomeCanceled}
+	case Lost:
+		return []core.Outcome{core.OutcomeLost}
+	}
+	return nil
+}
+
 // Responders are an adapter's own answers to requests that may not run, by
 // outcome: its On* options (echo's DenyHandler and ErrorHandler), each
 // bound to the framework's request C. An outcome without one is answered
 // by default.
 type Responders[C any] map[core.Outcome]func(c C, h *Hold) error
 
-// The outcomes an adapter's custom answers cover, in groups.
-var (
-	// Denied are the outcomes of a lock seen held (core.Outcome.NotAcquired):
-	// an adapter's OnContended and OnLimited, echo's DenyHandler.
-	Denied = []core.Outcome{core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLimited}
-	// Failed are every other outcome that stops a request: echo's
-	// ErrorHandler.
-	Failed = []core.Outcome{
-		core.OutcomeUnavailable, core.OutcomeDeadline, core.OutcomeClosed, core.OutcomeBadKey,
-		core.OutcomeMisconfigured, core.OutcomeCanceled,
-	}
-)
-
-// On sets f as the answer of outcomes; a nil f sets nothing.
-func (rs Responders[C]) On(f func(c C, h *Hold) error, outcomes ...core.Outcome) {
+// On sets f as the answer of every outcome of refusals; a nil f sets
+// nothing.
+func (rs Responders[C]) On(f func(c C, h *Hold) error, refusals ...Refusal) {
 	if f == nil {
 		return
 	}
-	for _, o := range outcomes {
-		rs[o] = f
+	for _, r := range refusals {
+		for _, o := range r.Outcomes() {
+			rs[o] = f
+		}
 	}
 }
 

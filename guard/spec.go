@@ -84,15 +84,19 @@ func ParseKey[R any](rd HTTPReader[R], spec string) (Key[R], error) {
 }
 
 // ParseKeys reads the key fields of a configuration made of strings (the
-// echo adapters' KeyParts, Keys and KeyFunc): spec (one key spec, ParseKey),
-// or specs (several, each like spec, taken together), or whole (a whole
-// key, Verbatim). Exactly one must be set; the errors match
-// core.ErrInvalidOption.
-func ParseKeys[R any](rd HTTPReader[R], spec string, specs []string, whole func(R) (string, error)) ([]Key[R], error) {
+// echo adapters' KeyParts, Keys, KeyFunc and KeyFromRoute): spec (one key
+// spec, ParseKey), or specs (several, each like spec, taken together), or
+// whole (a whole key, Verbatim), or route (RouteKey). Exactly one must be
+// set; the errors match core.ErrInvalidOption.
+func ParseKeys[R any](rd HTTPReader[R], spec string, specs []string, whole func(R) (string, error), route bool) ([]Key[R], error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", core.ErrInvalidOption, fmt.Sprintf(format, args...))
 	}
 	switch {
+	case route && (spec != "" || len(specs) > 0 || whole != nil):
+		return nil, bad("more than one key source: KeyFromRoute is the whole key; leave KeyParts, Keys and KeyFunc unset")
+	case route:
+		return []Key[R]{RouteKey(rd)}, nil
 	case len(specs) > 0 && (spec != "" || whole != nil):
 		return nil, bad("Keys with KeyParts or KeyFunc; choose one")
 	case spec != "" && whole != nil:
@@ -102,7 +106,7 @@ func ParseKeys[R any](rd HTTPReader[R], spec string, specs []string, whole func(
 	case spec != "":
 		specs = []string{spec}
 	case len(specs) == 0:
-		return nil, bad("no key source; set KeyParts (e.g. \"const:order,param:id\"), Keys or KeyFunc")
+		return nil, bad("no key source; set KeyParts (e.g. \"const:order,param:id\"), Keys, KeyFunc or KeyFromRoute")
 	}
 	keys := make([]Key[R], len(specs))
 	for i, s := range specs {

@@ -4,7 +4,7 @@
 // sets r.Pattern and the request's path values; it imports nothing but the
 // standard library and lockkit:
 //
-//	lockOrder := httplock.New(client, httplock.Key(httplock.Const("order"), httplock.PathValue("id")))
+//	lockOrder := httplock.New(client, httplock.Key(httplock.Const("order"), httplock.Param("id")))
 //	mux.Handle("POST /orders/{id}/pay", lockOrder(pay))
 //	mux.Handle("POST /orders/{id}/refund", lockOrder(refund)) // same key "order:<id>"
 //

@@ -8,7 +8,7 @@ import (
 )
 
 // Part is one part of a lock key, read from a request. Make parts with
-// Const, PathValue, Header, Query and Cookie, and anything else with Func;
+// Const, Param, Header, Query and Cookie, and anything else with Func;
 // Key joins their values with core.JoinKey, as every lockkit adapter does.
 type Part struct{ p guard.Part[*http.Request] }
 
@@ -22,14 +22,16 @@ func (reader) Route(r *http.Request) (string, []string)                { return 
 // Const is a literal part: Const("order"). It panics when empty.
 func Const(s string) Part { return Part{guard.Const[*http.Request](s)} }
 
-// PathValue is a path wildcard of the matched pattern: PathValue("id") for
-// "POST /orders/{id}/pay" (http.ServeMux, or chi, which also sets
-// r.Pattern and the path values). The value is the id decoded exactly once
-// whatever the router did (ServeMux decodes, chi does not): it is read from
-// the request's escaped path at the wildcard's place in r.Pattern. A pattern
-// without the wildcard, or a request no router matched yet (the middleware
-// wrapped a whole mux), is the server's mistake: 500.
-func PathValue(name string) Part { return Part{guard.Param[*http.Request](reader{}, name)} }
+// Param is a path wildcard of the matched pattern, what r.PathValue(name)
+// reads: Param("id") for "POST /orders/{id}/pay" (http.ServeMux, or chi,
+// which also sets r.Pattern and the path values). The value is the id
+// decoded exactly once whatever the router did (ServeMux decodes, chi does
+// not): it is read from the request's escaped path at the wildcard's place
+// in r.Pattern. A pattern without the wildcard, or a request no router
+// matched yet (the middleware wrapped a whole mux), is the server's
+// mistake: 500. The name is every lockkit adapter's for a path parameter
+// (ginlock.Param, echo's "param:id").
+func Param(name string) Part { return Part{guard.Param[*http.Request](reader{}, name)} }
 
 // Header is a request header's first value: Header("X-Tenant").
 func Header(name string) Part { return Part{guard.Header[*http.Request](reader{}, name)} }
@@ -95,7 +97,7 @@ func patternPath(pattern string) string {
 
 // pathValue finds wildcard name in r.Pattern and returns the request's
 // escaped path at the same place, for guard.ParamValue to decode once. It
-// runs on every request with a PathValue part, so it walks the two paths in
+// runs on every request with a Param part, so it walks the two paths in
 // place and allocates nothing.
 func pathValue(r *http.Request, name string) (string, bool, bool) {
 	pattern := r.Pattern

@@ -12,20 +12,20 @@ import (
 // lock on the request's key. Wrap each route's handler, after the mux has
 // routed (path values and r.Pattern exist only then):
 //
-//	lockOrder := httplock.New(client, httplock.Key(httplock.Const("order"), httplock.PathValue("id")))
+//	lockOrder := httplock.New(client, httplock.Key(httplock.Const("order"), httplock.Param("id")))
 //	mux.Handle("POST /orders/{id}/pay", lockOrder(pay))
 //	mux.Handle("POST /orders/{id}/refund", lockOrder(refund))
 //
 // With chi, add it per route with r.With(lockOrder).Post(...): chi's Use
 // runs before routing. Wrapping a whole mux (lock(mux)) locks before
-// anything is routed: a PathValue part then answers 500 on every request,
+// anything is routed: a Param part then answers 500 on every request,
 // and the telemetry name is empty; parts that need no routing (headers,
 // query, cookies, Func) work, with every route sharing the key.
 //
 // New panics on a nil client, no key source, or option values the engine
 // would reject on every request (the same rules as every lockkit adapter).
 func New(client *core.Client, opts ...Option) func(http.Handler) http.Handler {
-	cfg := config{respond: map[core.Outcome]Responder{}}
+	cfg := config{respond: guard.Responders[exchange]{}}
 	cfg.guard.Client = client
 	for _, o := range opts {
 		o(&cfg)
@@ -76,12 +76,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // stop answers a request that may not run.
 func (m *middleware) stop(w http.ResponseWriter, r *http.Request, h *guard.Hold) {
 	a := m.p.Answer(h)
-	if f := m.cfg.respond[h.Outcome]; f != nil {
-		a.SetRetryAfter(w.Header())
-		f(w, r, h.Err)
-		return
+	if answered, _ := m.cfg.respond.Respond(exchange{w, r}, h, a, w.Header()); !answered {
+		a.Write(w) // nothing for a client that went away
 	}
-	a.Write(w) // nothing for a client that went away
 }
 
 // Lease returns the lease the request holds: false when the middleware did

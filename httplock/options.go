@@ -22,12 +22,12 @@ type config struct {
 	name      func(*http.Request) string
 	skipper   func(*http.Request) bool
 	tokenHdr  string
-	respond   map[core.Outcome]Responder
+	respond   guard.Responders[exchange]
 	onRelease func(*http.Request, error)
 }
 
 // Key builds the lock key from parts, their values joined by core.JoinKey:
-// Key(Const("order"), PathValue("id")) is "order:42" for /orders/42, the key
+// Key(Const("order"), Param("id")) is "order:42" for /orders/42, the key
 // every lockkit adapter builds from the same parts. Every part is
 // required: a missing or empty one answers 400 and the handler does not run.
 //
@@ -42,6 +42,15 @@ func Key(parts ...Part) Option {
 		}
 		c.guard.Keys = append(c.guard.Keys, guard.Join(ps...))
 	}
+}
+
+// KeyFromRoute locks the matched pattern's path (without its method and
+// host) plus every path wildcard's value: identical requests run one at a
+// time ("/orders/{id}/pay" for id 42), different patterns or wildcards do
+// not wait for each other. It is an explicit choice; there is no implicit
+// key. Key and KeyFromRoute are alternatives.
+func KeyFromRoute() Option {
+	return func(c *config) { c.guard.Keys = append(c.guard.Keys, guard.RouteKey[*http.Request](reader{})) }
 }
 
 // Limit admits at most n requests of one key at once (a semaphore of n per
@@ -59,12 +68,14 @@ func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.Re
 // WriteSide takes the write side for every request.
 func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
 
-// OnLimited replaces the 429 answer (Limit: every permit held).
-func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
+// OnLimited replaces the 429 answer (Limit: every permit held past the
+// wait budget, or NoWait).
+func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or
-// unset: 10s; negative: New panics). The request's own context still
-// bounds it. Wait and NoWait are alternatives: giving both panics.
+// unset: core.DefaultWait, 10s, as in core; negative: New panics). The
+// request's own context still bounds it. Wait and NoWait are alternatives:
+// giving both panics.
 func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
 
 // NoWait answers 409 at once when the lock is held.
@@ -114,34 +125,40 @@ func RetryAfter(f func(error) time.Duration) Option {
 // token (e.g. "Lock-Token"); off by default.
 func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = name } }
 
-// OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
-func OnContended(f Responder) Option { return on(f, core.OutcomeContended, core.OutcomeTimeout) }
+// OnContended replaces the 409 answer (lock held past the wait budget, or
+// NoWait).
+func OnContended(f Responder) Option { return on(f, guard.Contended) }
 
-// OnUnavailable replaces the 503 answers: Redis unavailable (fail-closed)
-// and the request's deadline passing while it waited.
-func OnUnavailable(f Responder) Option { return on(f, core.OutcomeUnavailable, core.OutcomeDeadline) }
+// OnUnavailable replaces the 503 answers: Redis unavailable (fail-closed),
+// the request's deadline passing while it waited, the Client closed.
+func OnUnavailable(f Responder) Option { return on(f, guard.Unavailable) }
 
 // OnBadKey replaces the 400 answer (a key part missing from the request).
-func OnBadKey(f Responder) Option { return on(f, core.OutcomeBadKey) }
+func OnBadKey(f Responder) Option { return on(f, guard.BadKey) }
 
-// OnError replaces the 500 answer (the server is misconfigured).
-func OnError(f Responder) Option { return on(f, core.OutcomeMisconfigured) }
+// OnMisconfigured replaces the 500 answer (the server is misconfigured: a
+// Param the pattern does not have, a nested lock of the same key).
+func OnMisconfigured(f Responder) Option { return on(f, guard.Misconfigured) }
 
 // OnClientGone replaces what happens when the client went away while
 // waiting (by default nothing is written).
-func OnClientGone(f Responder) Option { return on(f, core.OutcomeCanceled) }
+func OnClientGone(f Responder) Option { return on(f, guard.ClientGone) }
 
 // OnReleaseError is told, after the handler returned, when the lease was
-// lost while the handler ran (err matches core.ErrLost) or the release
-// failed. Default: slog's default logger, at level Error.
+// lost while the handler ran (err matches core.ErrLost) or held for its
+// MaxHold (core.ErrMaxHold), or the release failed. Default: slog's default logger, at level Error.
 func OnReleaseError(f func(r *http.Request, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
 
-func on(f Responder, outcomes ...core.Outcome) Option {
+func on(f Responder, r guard.Refusal) Option {
 	return func(c *config) {
-		for _, o := range outcomes {
-			c.respond[o] = f
-		}
+		c.respond.On(func(x exchange, h *guard.Hold) error { f(x.w, x.r, h.Err); return nil }, r)
 	}
+}
+
+// exchange is a request and its response writer, as a Responder takes them.
+type exchange struct {
+	w http.ResponseWriter
+	r *http.Request
 }

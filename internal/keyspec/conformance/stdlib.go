@@ -28,7 +28,7 @@ func httplockOf(t testing.TB, client *core.Client, rt Route) http.Handler {
 	var opts []httplock.Option
 	for _, spec := range rt.keySpecs() {
 		opts = append(opts, httplock.Key(partsOfSpec(t, rt, spec, map[string]func(string) httplock.Part{
-			"const": httplock.Const, "param": httplock.PathValue, "header": httplock.Header,
+			"const": httplock.Const, "param": httplock.Param, "header": httplock.Header,
 			"query": httplock.Query, "cookie": httplock.Cookie,
 		})...))
 	}
