@@ -1,19 +1,26 @@
 package echo5lock
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/labstack/echo/v5"
 )
 
-// The reflection finds echo's fields in the echo this module builds with;
-// an echo that renamed them fails here and in ToMiddleware, never silently.
+// The reflection reads echo's router settings in the echo this module
+// builds with (an echo that renamed the fields fails here and in
+// ToMiddleware, never silently), and a type without them is refused.
 func TestRouterLayout(t *testing.T) {
-	if layoutErr != nil {
-		t.Fatalf("echo's layout: %v", layoutErr)
+	for _, unescape := range []bool{false, true} {
+		e := echo.NewWithConfig(echo.Config{Router: echo.NewRouter(echo.RouterConfig{UnescapePathParamValues: unescape})})
+		c := e.NewContext(httptest.NewRequest(http.MethodGet, "/orders/%34%32", nil), httptest.NewRecorder())
+		if layoutErr != nil || valuesEscaped(c) == unescape {
+			t.Fatalf("UnescapePathParamValues %v: values escaped %v (layout: %v)", unescape, valuesEscaped(c), layoutErr)
+		}
 	}
-	type notEcho struct{ unescapePathParamValues bool }
-	if _, err := routerLayout(reflect.TypeFor[notEcho]()); err == nil || !strings.Contains(err.Error(), "useEscapedPathForRouting") {
-		t.Fatalf("a router without the fields: %v", err)
+	if _, err := routerLayout(reflect.TypeFor[struct{ unescapePathParamValues bool }]()); err == nil {
+		t.Fatal("a router without useEscapedPathForRouting was accepted")
 	}
 }

@@ -46,6 +46,10 @@ func Key(parts ...Part) Option {
 // Requests with Retry-After (OnLimited replaces the answer).
 func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
+// OnLimited replaces the 429 answer (Limit: every permit held past the
+// wait budget, or NoWait).
+func OnLimited(f Responder) Option { return on(f, guard.Limited) }
+
 // ReadWrite takes a read/write lock on the key: GET and HEAD requests
 // take the read side (many at once), every other method the write side
 // (alone). Readers and writers are served in the order they came, so
@@ -127,10 +131,6 @@ func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = nam
 // OnContended replaces the 409 answer (lock held past the wait budget, or
 // NoWait).
 func OnContended(f Responder) Option { return on(f, guard.Contended) }
-
-// OnLimited replaces the 429 answer (Limit: every permit held past the
-// wait budget, or NoWait).
-func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 
 // OnUnavailable replaces the 503 answers: Redis unreachable (fail-closed),
 // the request's deadline passing while it waited, the Client closed.

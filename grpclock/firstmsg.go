@@ -71,7 +71,7 @@ func (s *firstMsgStream) RecvMsg(m any) error {
 		return rejErr
 	}
 	if st != statePending {
-		return recv(s.ServerStream, h, m)
+		return s.c.recv(s.ServerStream, s.method, h, m)
 	}
 	err := s.ServerStream.RecvMsg(m)
 	if err != nil { // io.EOF before any message, or a broken stream: nothing to lock

@@ -54,6 +54,10 @@ func Key(parts ...Part) Option {
 // RetryInfo detail.
 func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
+// OnLimited replaces the ResourceExhausted answer (Limit: every permit
+// held).
+func OnLimited(f Responder) Option { return on(f, guard.Limited) }
+
 // ReadSide takes the read side of the key's read/write lock: calls of this
 // interceptor share the key with each other and with other readers, and
 // exclude writers. gRPC has no safe methods to tell reads by, so the choice
@@ -85,6 +89,16 @@ func KeyFromRoute() Option {
 // lock. Unary calls ignore this option: their message is known up front.
 func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
 
+// MaxHold bounds how long a call holds its lock (core.MaxHold): d after the
+// lock was taken, the handler's context ends with cause core.ErrMaxHold and
+// the lock is no longer renewed; it is released when the handler returns.
+// A stream's handler waiting in RecvMsg at that moment is idle: its lock is
+// released at once, and that RecvMsg (and every later one) fails, so a
+// stream that stays silent cannot keep its key past d. A handler that
+// failed for it is answered codes.Aborted with a retry hint; OnReleaseError
+// is told. Default 0: no bound.
+func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
+
 // Wait sets the wait budget: how long a call waits for a lock held by
 // another before it is answered codes.Aborted (0: core.DefaultWait, 10s, as
 // in core; negative: the interceptor panics). The call's own deadline still
@@ -98,16 +112,6 @@ func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } 
 // the interceptor panics). The lease is renewed while the handler runs; the
 // TTL is how long a crashed replica keeps the lock.
 func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
-
-// MaxHold bounds how long a call holds its lock (core.MaxHold): d after the
-// lock was taken, the handler's context ends with cause core.ErrMaxHold and
-// the lock is no longer renewed; it is released when the handler returns.
-// A stream's handler waiting in RecvMsg at that moment is idle: its lock is
-// released at once, and that RecvMsg (and every later one) fails, so a
-// stream that stays silent cannot keep its key past d. A handler that
-// failed for it is answered codes.Aborted with a retry hint; OnReleaseError
-// is told. Default 0: no bound.
-func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Client's Observer is told through Unlocked). The default is
@@ -154,10 +158,6 @@ type Responder func(ctx context.Context, r *Rejection) error
 // OnContended replaces the Aborted answer (the lock held past the wait
 // budget, or NoWait).
 func OnContended(f Responder) Option { return on(f, guard.Contended) }
-
-// OnLimited replaces the ResourceExhausted answer (Limit: every permit
-// held).
-func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 
 // OnUnavailable replaces the answers of Redis unavailable (fail-closed),
 // of the call's deadline passing while it waited, and of a closed Client.

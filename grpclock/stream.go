@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
@@ -38,7 +36,7 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 			return c.reject(ctx, ss.SetTrailer, c.policy.Reject(h, info.FullMethod))
 		}
 		defer c.release(ctx, info.FullMethod, h)
-		err := handler(srv, &boundStream{ServerStream: ss, ctx: h.Ctx, hold: h})
+		err := handler(srv, &boundStream{ServerStream: ss, ctx: h.Ctx, hold: h, c: c, method: info.FullMethod})
 		if endedDuring(h, ctx, err) {
 			return c.ended(ctx, ss.SetTrailer, info.FullMethod, h, err)
 		}
@@ -51,31 +49,29 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 // lock).
 type boundStream struct {
 	grpc.ServerStream
-	ctx  context.Context
-	hold *guard.Hold
+	ctx    context.Context
+	hold   *guard.Hold
+	c      *config
+	method string
 }
 
 func (s *boundStream) Context() context.Context { return s.ctx }
 
-func (s *boundStream) RecvMsg(m any) error { return recv(s.ServerStream, s.hold, m) }
+func (s *boundStream) RecvMsg(m any) error { return s.c.recv(s.ServerStream, s.method, s.hold, m) }
 
 // recv receives m on ss while h (nil: nothing held) knows the handler
-// idle, and turns the hold's end by MaxHold into the call's status.
-func recv(ss grpc.ServerStream, h *guard.Hold, m any) error {
+// idle. Past the hold's MaxHold it returns the call's answer, Aborted with
+// a retry hint, as to a handler that failed for it (OutcomeLost).
+func (c *config) recv(ss grpc.ServerStream, method string, h *guard.Hold, m any) error {
 	if h == nil {
 		return ss.RecvMsg(m)
 	}
-	if err := h.BeginReceive(); err != nil {
-		return overranStatus(err)
+	err := h.BeginReceive()
+	if err == nil {
+		err = h.EndReceive(ss.RecvMsg(m))
 	}
-	err := h.EndReceive(ss.RecvMsg(m))
 	if errors.Is(err, core.ErrMaxHold) {
-		return overranStatus(err)
+		return c.ended(ss.Context(), ss.SetTrailer, method, h, err)
 	}
 	return err
 }
-
-// overranStatus is RecvMsg's error after the hold's MaxHold: the call is
-// over for the lock (codes.Aborted, as a handler failing for it is
-// answered).
-func overranStatus(err error) error { return status.Error(codes.Aborted, err.Error()) }

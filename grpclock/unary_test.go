@@ -19,9 +19,9 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
-	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // Calls on different orders hold their locks at the same time: every
@@ -499,26 +499,26 @@ func TestConstructionPanics(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapttest.OptionCases), by both interceptors.
+// other adapter (conformance.OptionCases), by both interceptors.
 func TestSharedOptionCases(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	for _, kind := range []string{"UnaryServerInterceptor", "StreamServerInterceptor"} {
 		t.Run(kind, func(t *testing.T) {
-			adapttest.RunOptionCases(t, "grpclock: "+kind+": ", func(tc adapttest.OptionCase) error {
+			conformance.RunOptionCases(t, "grpclock: "+kind+": ", func(tc conformance.OptionCase) error {
 				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL), grpclock.MaxHold(tc.MaxHold),
 					grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
 				if tc.NoWait {
 					opts = append(opts, grpclock.NoWait())
 				}
-				opts = append(opts, adapttest.KindOptions(tc, grpclock.Limit, grpclock.ReadSide, grpclock.WriteSide, func() grpclock.Option { return grpclock.Key(grpclock.Const("k2")) })...)
+				opts = append(opts, conformance.KindOptions(tc, grpclock.Limit, grpclock.ReadSide, grpclock.WriteSide, func() grpclock.Option { return grpclock.Key(grpclock.Const("k2")) })...)
 				client := c
 				if tc.NoClient {
 					client = nil
 				}
 				if kind == "UnaryServerInterceptor" {
-					return adapttest.Panic(func() { grpclock.UnaryServerInterceptor(client, opts...) })
+					return conformance.Panic(func() { grpclock.UnaryServerInterceptor(client, opts...) })
 				}
-				return adapttest.Panic(func() { grpclock.StreamServerInterceptor(client, opts...) })
+				return conformance.Panic(func() { grpclock.StreamServerInterceptor(client, opts...) })
 			})
 		})
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
-	"github.com/lockkit/lockkit/internal/adapttest"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // Check itself on the shared cases; every adapter runs them through its own
@@ -16,7 +16,7 @@ import (
 func TestCheck(t *testing.T) {
 	c := &core.Client{} // never used: Check only looks at the fields
 	key := guard.Join(guard.Const[req]("k"))
-	for _, tc := range adapttest.OptionCases {
+	for _, tc := range conformance.OptionCases {
 		cfg := guard.Config[req]{Client: c, ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions,
 			Request: core.Request{Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, MaxHold: tc.MaxHold, Limit: tc.Limit, Side: tc.Side}}
 		if tc.NoClient {

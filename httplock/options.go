@@ -84,13 +84,6 @@ func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } 
 // TTL sets the lease TTL (0: the Client's; below core.MinTTL New panics).
 func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
 
-// MaxHold bounds how long a request holds its lock (core.MaxHold): d after
-// the lock was taken, the handler's context ends with cause core.ErrMaxHold
-// and the lock is no longer renewed; it is released when the handler
-// returns (OnReleaseError is told, err matching core.ErrMaxHold), or expires
-// within one TTL if the handler never returns. Default 0: no bound.
-func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
-
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Observer's Unlocked is told); the default is fail-closed (503).
 func FailOpen() Option { return func(c *config) { c.guard.Request.FailOpen = true } }
@@ -98,6 +91,13 @@ func FailOpen() Option { return func(c *config) { c.guard.Request.FailOpen = tru
 // ReleaseTimeout bounds the release after the handler returned (0: the
 // Client's, core.WithReleaseTimeout, 3s by default).
 func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.ReleaseTimeout = d } }
+
+// MaxHold bounds how long a request holds its lock (core.MaxHold): d after
+// the lock was taken, the handler's context ends with cause core.ErrMaxHold
+// and the lock is no longer renewed; it is released when the handler
+// returns (OnReleaseError is told, err matching core.ErrMaxHold), or expires
+// within one TTL if the handler never returns. Default 0: no bound.
+func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
 
 // AcquireOptions passes further core options to every acquire
 // (core.Reentrant(), core.MaxWaiters(n), core.NoRenew()). core.Wait,

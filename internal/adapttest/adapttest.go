@@ -1,49 +1,15 @@
-// Package adapttest holds what every lockkit adapter's tests share: the
-// option cases (OptionCases) run through one adapter's constructor,
-// and the benchmark of what an adapter adds to a core cycle, so each is
-// written once.
+// Package adapttest holds the benchmark of what a lockkit adapter adds to
+// a core cycle, written once for every adapter's tests. (The option cases
+// and the behaviour every adapter shares are the public
+// testing/conformance.)
 package adapttest
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/lockkit/lockkit/core"
 )
-
-// RunOptionCases builds the adapter once per case with build, which returns
-// what construction said: nil when it succeeded, else its error (or its
-// panic, through Panic). A refused case must be refused with a message
-// that starts with prefix (e.g. "ginlock: New: ") and names the rule.
-func RunOptionCases(t *testing.T, prefix string, build func(tc OptionCase) error) {
-	t.Helper()
-	for _, tc := range OptionCases {
-		t.Run(tc.Name, func(t *testing.T) {
-			err := build(tc)
-			switch {
-			case tc.Err == "" && err != nil:
-				t.Fatalf("refused: %v", err)
-			case tc.Err != "" && err == nil:
-				t.Fatalf("accepted, want refused saying %q", tc.Err)
-			case tc.Err != "" && (!strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.Err)):
-				t.Fatalf("refused with %q, want %q...%q", err, prefix, tc.Err)
-			}
-		})
-	}
-}
-
-// Panic runs f and returns its panic as an error (nil when it returned).
-func Panic(f func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%v", r)
-		}
-	}()
-	f()
-	return nil
-}
 
 // Overhead benchmarks one adapter's request and reports, per request, the
 // allocations the adapter adds to a core cycle: request − route − cycle,
@@ -87,24 +53,4 @@ func CoreCycle(b *testing.B, c *core.Client, parts ...string) func() {
 			b.Fatal(err)
 		}
 	}
-}
-
-// KindOptions are an adapter's options for tc's Limit, read/write side
-// and extra keys, from the adapter's own constructors (read and write may
-// be nil for an adapter without that side).
-func KindOptions[O any](tc OptionCase, limit func(int) O, read, write, extraKey func() O) []O {
-	var opts []O
-	if tc.Limit != 0 {
-		opts = append(opts, limit(tc.Limit))
-	}
-	switch {
-	case tc.Side == core.ReadSide && read != nil:
-		opts = append(opts, read())
-	case tc.Side == core.WriteSide && write != nil:
-		opts = append(opts, write())
-	}
-	for range tc.Keys - 1 {
-		opts = append(opts, extraKey())
-	}
-	return opts
 }

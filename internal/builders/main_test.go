@@ -1,4 +1,4 @@
-package conformance_test
+package builders_test
 
 import (
 	"testing"

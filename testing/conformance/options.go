@@ -1,16 +1,19 @@
-package adapttest
+package conformance
 
 import (
+	"fmt"
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
 )
 
 // OptionCase is one configuration of the options every adapter shares, and
-// what guard.Config.Check says of it. Each adapter's tests run every case through its own
-// constructor (ginlock.New, echolock's ToMiddleware, grpclock's
-// interceptors...), so the same option is accepted or refused, with the
-// same message, everywhere.
+// what guard.Config.Check says of it. Each adapter's tests run every case
+// through its own constructor (RunOptionCases: ginlock.New, echolock's
+// ToMiddleware, grpclock's interceptors...), so the same option is accepted
+// or refused, with the same message, everywhere.
 type OptionCase struct {
 	Name           string
 	NoClient       bool
@@ -59,4 +62,56 @@ var OptionCases = []OptionCase{
 	{Name: "two keys", Keys: 2},
 	{Name: "two keys and a limit", Keys: 2, Limit: 2, Err: "several keys are taken together"},
 	{Name: "two keys and a read/write side", Keys: 2, Side: core.ReadSide, Err: "several keys are taken together"},
+}
+
+// RunOptionCases builds the adapter once per case with build, which returns
+// what construction said: nil when it succeeded, else its error (or its
+// panic, through Panic). A refused case must be refused with a message
+// that starts with prefix (e.g. "ginlock: New: ") and names the rule.
+func RunOptionCases(t *testing.T, prefix string, build func(tc OptionCase) error) {
+	t.Helper()
+	for _, tc := range OptionCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			err := build(tc)
+			switch {
+			case tc.Err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.Err != "" && err == nil:
+				t.Fatalf("accepted, want refused saying %q", tc.Err)
+			case tc.Err != "" && (!strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.Err)):
+				t.Fatalf("refused with %q, want %q...%q", err, prefix, tc.Err)
+			}
+		})
+	}
+}
+
+// Panic runs f and returns its panic as an error (nil when it returned).
+func Panic(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// KindOptions are an adapter's options for tc's Limit, read/write side
+// and extra keys, from the adapter's own constructors (read and write may
+// be nil for an adapter without that side).
+func KindOptions[O any](tc OptionCase, limit func(int) O, read, write, extraKey func() O) []O {
+	var opts []O
+	if tc.Limit != 0 {
+		opts = append(opts, limit(tc.Limit))
+	}
+	switch {
+	case tc.Side == core.ReadSide && read != nil:
+		opts = append(opts, read())
+	case tc.Side == core.WriteSide && write != nil:
+		opts = append(opts, write())
+	}
+	for range tc.Keys - 1 {
+		opts = append(opts, extraKey())
+	}
+	return opts
 }

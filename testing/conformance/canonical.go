@@ -47,7 +47,7 @@ func Encode(id string, choice []byte) string {
 	return b.String()
 }
 
-// controlChar reports whether id has a byte keyspec.PathValue refuses.
+// controlChar reports whether id has a byte guard.ParamValue refuses.
 func controlChar(id string) bool {
 	for i := 0; i < len(id); i++ {
 		if id[i] < 0x20 || id[i] == 0x7f {

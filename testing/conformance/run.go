@@ -30,6 +30,8 @@ func Run(t *testing.T, a Adapter) {
 		{"OPTIONS is locked unless a CORS preflight", OptionsLocked},
 		{"one cookie, any spelling, one key", CookieOneKey},
 		{"MaxHold ends the handler's context and frees the lock", MaxHold},
+		{"identical answers for each outcome", IdenticalAnswers},
+		{"the route's key", RouteKey},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -47,4 +49,5 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("OPTIONS locked "+a.Name+"+"+b.Name, func(t *testing.T) { OptionsLocked(t, a, b) })
 	t.Run("cookie one key "+a.Name+"+"+b.Name, func(t *testing.T) { CookieOneKey(t, a, b) })
 	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHold(t, a, b) })
+	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { IdenticalAnswers(t, a, b) })
 }
