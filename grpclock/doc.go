@@ -22,7 +22,7 @@ and a gin route POST /orders/:id/pay keyed by the parts "order" and the :id
 path parameter lock the same "order:42" and exclude each other.
 
 Key sources:
-  - the message's LockKey() (LockKeyer): the default of unary calls;
+  - the message's LockKey() (rpckey.LockKeyer): the default of unary calls;
   - Key(parts...) with Const, Metadata(name), Field("order.id") (protoreflect,
     proto or JSON names, nested; strings, integers, enums), Func, Method;
   - KeyFromRoute(): one call of the method at a time (a method-wide lock is

@@ -2,14 +2,13 @@ package grpclock
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/grpclog"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // Option configures an interceptor. Each interceptor keeps its own copy of
@@ -17,14 +16,8 @@ import (
 type Option func(*config)
 
 type config struct {
-	guard     guard.Config[*Call]
-	keyed     bool     // a Key or KeyFromRoute option was given (else: LockKey)
-	fields    []string // the Field paths of Key options: a stream needs FromFirstMessage for them
-	firstMsg  bool
-	respond   map[core.Outcome]Responder
-	onRelease func(ctx context.Context, fullMethod string, err error)
-	bad       []string // option mistakes, reported by one panic at construction
-	policy    *guard.Policy[*Call]
+	rpc    rpckey.Config[*Call]
+	policy *guard.Policy[*Call]
 }
 
 // Key makes the lock key from parts, their values joined like every lockkit
@@ -39,12 +32,8 @@ func Key(parts ...Part) Option {
 		ps := make([]guard.Part[*Call], len(parts))
 		for i, p := range parts {
 			ps[i] = p.p
-			if p.p.Source == fieldSource {
-				c.fields = append(c.fields, p.p.Name)
-			}
 		}
-		c.keyed = true
-		c.guard.Keys = append(c.guard.Keys, guard.Join(ps...))
+		c.rpc.Keys = append(c.rpc.Keys, ps)
 	}
 }
 
@@ -52,7 +41,7 @@ func Key(parts ...Part) Option {
 // key, across every replica) instead of one; past the wait budget (or at
 // once with NoWait) a call is answered codes.ResourceExhausted with a
 // RetryInfo detail.
-func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
+func Limit(n int) Option { return func(c *config) { c.rpc.Guard.Request.Limit = n } }
 
 // OnLimited replaces the ResourceExhausted answer (Limit: every permit
 // held).
@@ -63,11 +52,11 @@ func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 // exclude writers. gRPC has no safe methods to tell reads by, so the choice
 // is explicit: build one interceptor for the methods that only read (with
 // ReadSide) and one for those that write (WriteSide), with the same key.
-func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.ReadSide } }
+func ReadSide() Option { return func(c *config) { c.rpc.Guard.Request.Side = core.ReadSide } }
 
 // WriteSide takes the write side of the key's read/write lock: one call at
 // a time, and no reader meanwhile.
-func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
+func WriteSide() Option { return func(c *config) { c.rpc.Guard.Request.Side = core.WriteSide } }
 
 // KeyFromRoute locks the whole route, which for gRPC is the method: one
 // call of it at a time across all replicas, whatever its message says. The
@@ -75,10 +64,7 @@ func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.W
 // key built with core.JoinKey can equal. It is an explicit choice, never a
 // fallback; Key and KeyFromRoute are alternatives.
 func KeyFromRoute() Option {
-	return func(c *config) {
-		c.keyed = true
-		c.guard.Keys = append(c.guard.Keys, guard.Alone(guard.Join(Method().p)))
-	}
+	return func(c *config) { c.rpc.Route = true }
 }
 
 // FromFirstMessage keys a stream by its first received message (with Key's
@@ -87,7 +73,7 @@ func KeyFromRoute() Option {
 // handler's first RecvMsg; a stream that ends (io.EOF) before any message
 // takes no lock. Messages sent before that first RecvMsg are not under the
 // lock. Unary calls ignore this option: their message is known up front.
-func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
+func FromFirstMessage() Option { return func(c *config) { c.rpc.FirstMessage = true } }
 
 // MaxHold bounds how long a call holds its lock (core.MaxHold): d after the
 // lock was taken, the handler's context ends with cause core.ErrMaxHold and
@@ -97,39 +83,45 @@ func FromFirstMessage() Option { return func(c *config) { c.firstMsg = true } }
 // stream that stays silent cannot keep its key past d. A handler that
 // failed for it is answered codes.Aborted with a retry hint; OnReleaseError
 // is told. Default 0: no bound.
-func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
+func MaxHold(d time.Duration) Option { return func(c *config) { c.rpc.Guard.Request.MaxHold = d } }
+
+// OnLost replaces the Aborted answer of a call whose handler failed because
+// its lease ended while it ran (lost, or held for its MaxHold).
+func OnLost(f Responder) Option { return on(f, guard.Lost) }
 
 // Wait sets the wait budget: how long a call waits for a lock held by
 // another before it is answered codes.Aborted (0: core.DefaultWait, 10s, as
 // in core; negative: the interceptor panics). The call's own deadline still
 // applies. Wait and NoWait are alternatives: giving both panics.
-func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
+func Wait(d time.Duration) Option { return func(c *config) { c.rpc.Guard.Request.Wait = d } }
 
 // NoWait answers codes.Aborted at once when the lock is held.
-func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } }
+func NoWait() Option { return func(c *config) { c.rpc.Guard.Request.NoWait = true } }
 
 // TTL sets the lease TTL of the calls (0: the Client's; below core.MinTTL
 // the interceptor panics). The lease is renewed while the handler runs; the
 // TTL is how long a crashed replica keeps the lock.
-func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
+func TTL(d time.Duration) Option { return func(c *config) { c.rpc.Guard.Request.TTL = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Client's Observer is told through Unlocked). The default is
 // fail-closed: codes.Unavailable.
-func FailOpen() Option { return func(c *config) { c.guard.Request.FailOpen = true } }
+func FailOpen() Option { return func(c *config) { c.rpc.Guard.Request.FailOpen = true } }
 
 // ReleaseTimeout bounds the release after the handler returned (0: the
 // Client's, core.WithReleaseTimeout, 3s by default). The release runs on a
 // context detached from the call, so a client that hung up never strands
 // the lock.
-func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.ReleaseTimeout = d } }
+func ReleaseTimeout(d time.Duration) Option {
+	return func(c *config) { c.rpc.Guard.ReleaseTimeout = d }
+}
 
 // AcquireOptions adds core acquire options (core.Reentrant,
 // core.MaxWaiters, core.NoRenew...) to every acquire. core.Wait,
 // core.NoWait, core.TTL and core.Name make the interceptor panic: use this
 // package's Wait, NoWait and TTL (the lock's name is the full method).
 func AcquireOptions(opts ...core.AcquireOption) Option {
-	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
+	return func(c *config) { c.rpc.Guard.AcquireOptions = append(c.rpc.Guard.AcquireOptions, opts...) }
 }
 
 // OnReleaseError is told, after the handler returned, when the lease was
@@ -137,7 +129,7 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 // MaxHold (core.ErrMaxHold): its work was not protected to its end; or when
 // the release failed. Default: a grpclog warning.
 func OnReleaseError(f func(ctx context.Context, fullMethod string, err error)) Option {
-	return func(c *config) { c.onRelease = f }
+	return func(c *config) { c.rpc.OnRelease = f }
 }
 
 // RetryAfter sets the retry hint given with codes.Aborted and
@@ -145,7 +137,7 @@ func OnReleaseError(f func(ctx context.Context, fullMethod string, err error)) O
 // f gets the acquire error; the default is guard.DefaultRetryAfter (1s): the
 // holder's remaining TTL is no guide, renewal keeps it near the full TTL.
 func RetryAfter(f func(err error) time.Duration) Option {
-	return func(c *config) { c.guard.RetryAfter = f }
+	return func(c *config) { c.rpc.Guard.RetryAfter = f }
 }
 
 // Responder answers a call the lock did not let through, instead of
@@ -174,62 +166,27 @@ func OnMisconfigured(f Responder) Option { return on(f, guard.Misconfigured) }
 // OnClientGone replaces the answer to a call cancelled while it waited.
 func OnClientGone(f Responder) Option { return on(f, guard.ClientGone) }
 
-// OnLost replaces the Aborted answer of a call whose handler failed because
-// its lease ended while it ran (lost, or held for its MaxHold).
-func OnLost(f Responder) Option { return on(f, guard.Lost) }
-
-func on(f Responder, r guard.Refusal) Option {
-	return func(c *config) {
-		for _, o := range r.Outcomes() {
-			c.respond[o] = f
-		}
-	}
-}
+func on(f Responder, r guard.Refusal) Option { return func(c *config) { c.rpc.Respond.On(f, r) } }
 
 // newConfig applies opts and panics, at construction, on a configuration
 // that could only fail at run time: a nil client, a bad option value, a
 // stream interceptor without a key source. (The gin-contrib / grpc norm: a
 // misconfigured middleware does not start.)
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
-	c := &config{guard: guard.Config[*Call]{Client: client}, respond: map[core.Outcome]Responder{}}
+	c := &config{rpc: rpckey.Config[*Call]{Guard: guard.Config[*Call]{Client: client}, Stream: stream, Msg: callMsg, Procedure: callMethod,
+		Respond: guard.RPCResponders{}, OnRelease: logReleaseError}}
 	for _, o := range opts {
 		o(c)
 	}
-	if !c.keyed && (!stream || c.firstMsg) {
-		c.guard.Keys = []guard.Key[*Call]{guard.KeyFunc(lockKey)}
-	}
-	if stream && !c.firstMsg {
-		if !c.keyed {
-			c.bad = append(c.bad, "StreamServerInterceptor has no key source: give Key(...) with Metadata/Const/Func parts, KeyFromRoute(), or FromFirstMessage() to key the stream by its first message (Key's parts or its LockKey())")
-		}
-		for _, f := range c.fields {
-			c.bad = append(c.bad, fmt.Sprintf("Field(%q) needs a message: on a stream add FromFirstMessage()", f))
-		}
-	}
-	if len(c.bad) == 0 {
-		var err error
-		if c.policy, err = guard.New(c.guard); err != nil {
-			c.bad = append(c.bad, err.Error())
-		}
-	}
-	if len(c.bad) > 0 {
+	var err error
+	if c.policy, err = rpckey.New(c.rpc); err != nil {
 		kind := "UnaryServerInterceptor"
 		if stream {
 			kind = "StreamServerInterceptor"
 		}
-		panic("grpclock: " + kind + ": " + strings.Join(c.bad, "; "))
-	}
-	if c.onRelease == nil {
-		c.onRelease = logReleaseError
+		panic("grpclock: " + kind + ": " + err.Error())
 	}
 	return c
-}
-
-// release ends a hold and reports a lost lease or a failed release.
-func (c *config) release(ctx context.Context, method string, h *guard.Hold) {
-	if err := h.Release(); err != nil {
-		c.onRelease(ctx, method, err)
-	}
 }
 
 func logReleaseError(_ context.Context, method string, err error) {

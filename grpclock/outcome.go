@@ -2,7 +2,6 @@ package grpclock
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // Code is the gRPC code of outcome o: guard.RPCCode, the one mapping of
@@ -63,10 +63,7 @@ const PushbackTrailer = guard.PushbackTrailer
 // reject answers a refused call: the On* responder's status or Answer's,
 // plus the pushback trailer when that status carries a RetryInfo.
 func (c *config) reject(ctx context.Context, setTrailer func(metadata.MD), r *Rejection) error {
-	var err error
-	if f := c.respond[r.Outcome]; f != nil {
-		err = f(ctx, r)
-	}
+	err := c.rpc.Respond.Answer(ctx, r)
 	if err == nil {
 		err = Answer(ctx, r)
 	}
@@ -105,8 +102,5 @@ func endedDuring(h *guard.Hold, callCtx context.Context, err error) bool {
 // ended answers a call whose handler failed for the lock's end (endedDuring):
 // Lost, its cause the handler's error joined with the hold's end.
 func (c *config) ended(ctx context.Context, setTrailer func(metadata.MD), method string, h *guard.Hold, err error) error {
-	if h.Overran() {
-		err = errors.Join(err, core.ErrMaxHold)
-	}
-	return c.reject(ctx, setTrailer, c.policy.Rejection(core.OutcomeLost, method, h.Key, err))
+	return c.reject(ctx, setTrailer, rpckey.Lost(c.policy, method, h, err))
 }

@@ -27,7 +27,7 @@ import (
 func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(client, opts, true)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if c.firstMsg {
+		if c.rpc.FirstMessage {
 			return c.serveFirstMessage(srv, ss, info, handler)
 		}
 		ctx := ss.Context()
@@ -35,7 +35,7 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 		if !h.OK() {
 			return c.reject(ctx, ss.SetTrailer, c.policy.Reject(h, info.FullMethod))
 		}
-		defer c.release(ctx, info.FullMethod, h)
+		defer c.rpc.Release(ctx, info.FullMethod, h)
 		err := handler(srv, &boundStream{ServerStream: ss, ctx: h.Ctx, hold: h, c: c, method: info.FullMethod})
 		if endedDuring(h, ctx, err) {
 			return c.ended(ctx, ss.SetTrailer, info.FullMethod, h, err)
@@ -57,21 +57,13 @@ type boundStream struct {
 
 func (s *boundStream) Context() context.Context { return s.ctx }
 
-func (s *boundStream) RecvMsg(m any) error { return s.c.recv(s.ServerStream, s.method, s.hold, m) }
-
-// recv receives m on ss while h (nil: nothing held) knows the handler
-// idle. Past the hold's MaxHold it returns the call's answer, Aborted with
-// a retry hint, as to a handler that failed for it (OutcomeLost).
-func (c *config) recv(ss grpc.ServerStream, method string, h *guard.Hold, m any) error {
-	if h == nil {
-		return ss.RecvMsg(m)
-	}
-	err := h.BeginReceive()
-	if err == nil {
-		err = h.EndReceive(ss.RecvMsg(m))
-	}
+// RecvMsg receives m while the hold knows the handler idle (MaxHold frees
+// an idle stream's lock). Past the hold's MaxHold it returns the call's
+// answer, Aborted with a retry hint, as to a handler that failed for it.
+func (s *boundStream) RecvMsg(m any) error {
+	err := s.hold.Receive(func() error { return s.ServerStream.RecvMsg(m) })
 	if errors.Is(err, core.ErrMaxHold) {
-		return c.ended(ss.Context(), ss.SetTrailer, method, h, err)
+		return s.c.ended(s.ServerStream.Context(), s.ServerStream.SetTrailer, s.method, s.hold, err)
 	}
 	return err
 }

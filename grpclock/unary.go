@@ -28,7 +28,7 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 		if !h.OK() {
 			return nil, c.reject(ctx, trailer, c.policy.Reject(h, info.FullMethod))
 		}
-		defer c.release(ctx, info.FullMethod, h)
+		defer c.rpc.Release(ctx, info.FullMethod, h)
 		resp, err := handler(h.Ctx, req)
 		if endedDuring(h, ctx, err) {
 			return nil, c.ended(ctx, trailer, info.FullMethod, h, err)

@@ -267,6 +267,20 @@ func (h *Hold) EndReceive(err error) error {
 	return err
 }
 
+// Receive is one receive of a stream under h (nil: nothing held), recv
+// the framework's: BeginReceive, recv, EndReceive. Past the hold's MaxHold
+// it returns an error matching core.ErrMaxHold (the adapter answers it as a
+// handler failing for it), whatever recv returned.
+func (h *Hold) Receive(recv func() error) error {
+	if h == nil {
+		return recv()
+	}
+	if err := h.BeginReceive(); err != nil {
+		return err
+	}
+	return h.EndReceive(recv())
+}
+
 func (h *Hold) overranErr() error {
 	return fmt.Errorf("lockkit: lock %q held for its maximum hold (%v): %w", h.Key, h.maxHold, core.ErrMaxHold)
 }

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -135,4 +136,27 @@ func errText(err error) string {
 		return kpe.Err.Error()
 	}
 	return err.Error()
+}
+
+// RPCResponders are an RPC adapter's own answers to calls that may not
+// run, by outcome: its On* options. Each returns the error the client gets,
+// nil for the adapter's default answer.
+type RPCResponders map[core.Outcome]func(ctx context.Context, r *Rejection) error
+
+// On sets f as the answer of every outcome of refusals.
+func (rs RPCResponders) On(f func(ctx context.Context, r *Rejection) error, refusals ...Refusal) {
+	for _, ref := range refusals {
+		for _, o := range ref.Outcomes() {
+			rs[o] = f
+		}
+	}
+}
+
+// Answer is the answer set for r's outcome, nil when there is none or it
+// returned nil.
+func (rs RPCResponders) Answer(ctx context.Context, r *Rejection) error {
+	if f := rs[r.Outcome]; f != nil {
+		return f(ctx, r)
+	}
+	return nil
 }

@@ -21,3 +21,9 @@ func TestCrossFramework(t *testing.T) {
 		conformance.RunPair(t, pair[0], pair[1])
 	}
 }
+
+// gRPC and connect serving the same resource exclude each other, and
+// answer every outcome alike.
+func TestCrossProtocol(t *testing.T) {
+	conformance.RunRPCPair(t, builders.GRPC, builders.Connect)
+}
