@@ -13,6 +13,7 @@ import (
 type config struct {
 	rpc    rpckey.Config[*Call]
 	policy *guard.Policy[*Call]
+	logger *slog.Logger
 }
 
 // The kind of lock.
@@ -77,11 +78,18 @@ func ReleaseTimeout(d time.Duration) Option {
 
 // OnReleaseError is told, after the handler returned, when the lease was
 // lost while the handler ran (err matches core.ErrLost) or held for its
-// MaxHold (core.ErrMaxHold), or the release failed. Default: slog's
-// default logger, at level Error.
+// MaxHold (core.ErrMaxHold), or the release failed. Default: Logger's
+// logger, at level Error.
 func OnReleaseError(f func(ctx context.Context, procedure string, err error)) Option {
 	return func(c *config) { c.rpc.OnRelease = f }
 }
+
+// Logger sets the logger that is told, once per procedure, of a procedure
+// the interceptor cannot lock because of the server's configuration (a
+// field its message lacks, no key source...): every call of it is answered
+// CodeInternal. It also hears of release errors without OnReleaseError.
+// Default: slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // AcquireOptions adds core acquire options (core.Reentrant,
 // core.MaxWaiters, core.NoRenew...) to every acquire. core.Wait,
@@ -96,9 +104,17 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 // of every lockkit RPC adapter).
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	c := &config{rpc: rpckey.Config[*Call]{Guard: guard.Config[*Call]{Client: client}, Stream: stream, Msg: callMsg, Procedure: callProcedure,
-		Respond: guard.RPCResponders{}, OnRelease: logReleaseError}}
+		Respond: guard.RPCResponders{}}, logger: slog.Default()}
 	for _, o := range opts {
 		o(c)
+	}
+	if c.rpc.OnRelease == nil {
+		c.rpc.OnRelease = func(ctx context.Context, procedure string, err error) {
+			c.logger.ErrorContext(ctx, "connectlock: lock release", "procedure", procedure, "error", err)
+		}
+	}
+	c.rpc.Guard.Misconfigured = func(call *Call, procedure string, err error) {
+		c.logger.ErrorContext(call.Ctx, "connectlock: the procedure's lock is misconfigured: every call is answered internal", "procedure", procedure, "error", err)
 	}
 	p, err := rpckey.New(c.rpc)
 	if err != nil {
@@ -107,8 +123,4 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	}
 	c.policy = p
 	return c
-}
-
-func logReleaseError(ctx context.Context, procedure string, err error) {
-	slog.Default().ErrorContext(ctx, "connectlock: lock release", "procedure", procedure, "error", err)
 }

@@ -116,6 +116,9 @@ func (config Config) guardConfig() (gc guard.Config[*echo.Context], respond guar
 	if gc.Keys, err = guard.ParseKeys[*echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc, config.KeyFromRoute); err == nil {
 		gc.Request.Side, gc.SideByMethod, err = guard.ParseSide(config.ReadWrite)
 	}
+	gc.Misconfigured = func(c *echo.Context, route string, err error) {
+		c.Logger().Error("echo5lock: the route's lock is misconfigured: every request is answered 500", "route", route, "error", err)
+	}
 	respond = guard.Responders[*echo.Context]{}
 	respond.On(guard.KeyErrResponder(config.DenyHandler), guard.Contended, guard.Limited)
 	respond.On(guard.ErrResponder(config.ErrorHandler), guard.Unavailable, guard.BadKey, guard.Misconfigured, guard.ClientGone)

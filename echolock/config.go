@@ -114,6 +114,9 @@ func (config Config) guardConfig() (guard.Config[echo.Context], error) {
 		Client: config.Client, ReleaseTimeout: config.ReleaseTimeout, AcquireOptions: config.AcquireOptions, RetryAfter: config.RetryAfter,
 		Request: core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit, MaxHold: config.MaxHold},
 	}
+	gc.Misconfigured = func(c echo.Context, route string, err error) {
+		c.Logger().Errorj(map[string]any{"message": "echolock: the route's lock is misconfigured: every request is answered 500", "route": route, "error": err.Error()})
+	}
 	keys, err := guard.ParseKeys[echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc, config.KeyFromRoute)
 	if err != nil {
 		return gc, err

@@ -38,5 +38,6 @@
 // application/problem+json; nothing is answered to a client that went away
 // (499 is recorded for the access log). Every answer can be replaced with an
 // On* option, and every failure is added with c.Error so gin's logger and
-// otelgin see it.
+// otelgin see it; a route misconfigured for its lock (a Param it does not
+// have) is also told once to Logger's logger.
 package ginlock

@@ -1,6 +1,8 @@
 package ginlock
 
 import (
+	"log/slog"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockkit/lockkit/core"
@@ -13,10 +15,13 @@ import (
 // option values the engine would reject on every request (guard.Config.Check,
 // the same rules in every lockkit adapter).
 func New(client *core.Client, opts ...Option) gin.HandlerFunc {
-	cfg := config{respond: guard.Responders[*gin.Context]{}}
+	cfg := config{respond: guard.Responders[*gin.Context]{}, logger: slog.Default()}
 	cfg.guard.Client = client
 	for _, o := range opts {
 		o(&cfg)
+	}
+	cfg.guard.Misconfigured = func(_ *gin.Context, route string, err error) {
+		cfg.logger.Error("ginlock: the route's lock is misconfigured: every request is answered 500", "route", route, "error", err)
 	}
 	if layoutErr != nil {
 		// Path parameters could not be decoded exactly once: keys would

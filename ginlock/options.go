@@ -1,6 +1,7 @@
 package ginlock
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -21,6 +22,7 @@ type Responder func(c *gin.Context, err error)
 
 type config struct {
 	guard     guard.Config[*gin.Context]
+	logger    *slog.Logger
 	skipper   func(*gin.Context) bool
 	tokenHdr  string
 	respond   guard.Responders[*gin.Context]
@@ -113,6 +115,13 @@ func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.R
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
 }
+
+// Logger sets the logger that is told, once per route, of a route the
+// middleware cannot lock because of the server's configuration (a Param
+// the route does not have...): every request of it is answered 500, and
+// with gin.New() nothing else would say why (gin's logger prints only
+// status lines; the cause also goes to c.Error). Default: slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
 // Skipper skips the middleware for requests where f returns true.
 func Skipper(f func(*gin.Context) bool) Option { return func(c *config) { c.skipper = f } }

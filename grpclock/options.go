@@ -178,6 +178,9 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	for _, o := range opts {
 		o(c)
 	}
+	c.rpc.Guard.Misconfigured = func(_ *Call, method string, err error) {
+		grpclog.Errorf("grpclock: %s: the lock is misconfigured: every call is answered Internal: %v", method, err)
+	}
 	var err error
 	if c.policy, err = rpckey.New(c.rpc); err != nil {
 		kind := "UnaryServerInterceptor"

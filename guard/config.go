@@ -2,6 +2,7 @@ package guard
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
@@ -36,7 +37,21 @@ type Config[R any] struct {
 	// RetryAfter gives the retry hint of a refused request from its error
 	// (nil: DefaultRetryAfter); a negative hint is 0.
 	RetryAfter func(error) time.Duration
+	// Misconfigured is told of the server's mistake a request found
+	// (OutcomeMisconfigured: a key part naming a path parameter the route
+	// does not have, a field the message lacks...), once per route: r is
+	// the first request that found it there, name its route (the telemetry
+	// name). The adapter logs it through the framework's logger, so that a
+	// route that answers 500 (Internal) to every request says why, once,
+	// where its operators look, not only in each answer. nil: not told.
+	Misconfigured func(r R, name string, err error)
 }
+
+// maxReported bounds the routes a Policy remembers having reported. Route
+// names are the server's (templates, methods), never a request's path;
+// the bound only guards against a router that reports something else
+// (gRPC's unknown-service handler passes any method name).
+const maxReported = 4096
 
 // Check is the one validation of what every adapter configures, so the same
 // value is accepted or refused, with the same message, in every adapter.
@@ -102,6 +117,10 @@ type Policy[R any] struct {
 	byMethod bool
 	timeout  time.Duration
 	retry    func(error) time.Duration
+	report   func(r R, name string, err error)
+
+	mu       sync.Mutex
+	reported map[string]bool // route names whose misconfiguration was told
 }
 
 // New checks c (Config.Check) and returns its Policy.
@@ -122,8 +141,27 @@ func New[R any](c Config[R]) (*Policy[R], error) {
 	}
 	return &Policy[R]{
 		client: c.Client, keys: append([]Key[R](nil), c.Keys...), req: req, byMethod: c.SideByMethod,
-		timeout: c.ReleaseTimeout, retry: c.RetryAfter,
+		timeout: c.ReleaseTimeout, retry: c.RetryAfter, report: c.Misconfigured,
 	}, nil
+}
+
+// misconfigured tells the adapter of h's misconfiguration, once per route.
+func (p *Policy[R]) misconfigured(r R, name string, h *Hold) {
+	if p.report == nil || h.Outcome != core.OutcomeMisconfigured {
+		return
+	}
+	p.mu.Lock()
+	first := !p.reported[name] && len(p.reported) < maxReported
+	if first {
+		if p.reported == nil {
+			p.reported = map[string]bool{}
+		}
+		p.reported[name] = true
+	}
+	p.mu.Unlock()
+	if first {
+		p.report(r, name, h.Err)
+	}
 }
 
 // RetryHint is the retry hint of a request refused with err: the RetryAfter

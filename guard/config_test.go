@@ -1,7 +1,9 @@
 package guard_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +76,36 @@ func TestRetryHint(t *testing.T) {
 		}
 		if got := p.RetryHint(nil); got != tc.want {
 			t.Errorf("RetryHint = %v, want %v", got, tc.want)
+		}
+	}
+}
+
+// A misconfiguration is told once per route name, and the names remembered
+// are bounded: a router that passes any name (gRPC's unknown-service
+// handler) cannot grow the table.
+func TestMisconfiguredToldOncePerRoute(t *testing.T) {
+	told := map[string]int{}
+	p, err := guard.New(guard.Config[req]{
+		Client:        &core.Client{},
+		Keys:          []guard.Key[req]{guard.KeyFunc(func(req) (string, error) { return "", core.ErrKeyConfig })},
+		Misconfigured: func(_ req, name string, _ error) { told[name]++ },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		for i := range 5000 {
+			if h := p.Acquire(context.Background(), nil, fmt.Sprint("/route/", i), "GET"); h.Outcome != core.OutcomeMisconfigured {
+				t.Fatalf("outcome %v", h.Outcome)
+			}
+		}
+	}
+	if n := len(told); n != 4096 {
+		t.Errorf("%d routes told, want the bound, 4096", n)
+	}
+	for name, n := range told {
+		if n != 1 {
+			t.Fatalf("%s told %d times", name, n)
 		}
 	}
 }

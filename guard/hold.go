@@ -58,8 +58,15 @@ func (h *Hold) OK() bool {
 // RPC method), never part of the key; method is the HTTP method, which
 // SideByMethod reads ("" for an RPC). A key that cannot be built gives a
 // hold that is not OK, with the outcome core.Classify gives its error
-// (OutcomeBadKey, OutcomeMisconfigured).
+// (OutcomeBadKey, OutcomeMisconfigured); a misconfiguration is told to
+// Config.Misconfigured, once per route.
 func (p *Policy[R]) Acquire(ctx context.Context, r R, name, method string) *Hold {
+	h := p.acquire(ctx, r, name, method)
+	p.misconfigured(r, name, h)
+	return h
+}
+
+func (p *Policy[R]) acquire(ctx context.Context, r R, name, method string) *Hold {
 	h := &Hold{reqCtx: ctx, timeout: p.timeout, maxHold: p.req.MaxHold}
 	req := p.req
 	req.Name = name

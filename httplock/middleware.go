@@ -25,10 +25,13 @@ import (
 // New panics on a nil client, no key source, or option values the engine
 // would reject on every request (the same rules as every lockkit adapter).
 func New(client *core.Client, opts ...Option) func(http.Handler) http.Handler {
-	cfg := config{respond: guard.Responders[exchange]{}}
+	cfg := config{respond: guard.Responders[exchange]{}, logger: slog.Default()}
 	cfg.guard.Client = client
 	for _, o := range opts {
 		o(&cfg)
+	}
+	cfg.guard.Misconfigured = func(_ *http.Request, pattern string, err error) {
+		cfg.logger.Error("httplock: the pattern's lock is misconfigured: every request is answered 500", "pattern", pattern, "error", err)
 	}
 	p, err := guard.New(cfg.guard)
 	if err != nil {
@@ -63,7 +66,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if m.cfg.onRelease != nil {
 				m.cfg.onRelease(r, err)
 			} else {
-				slog.Default().Error("httplock: lock release", "key", h.Key, "error", err)
+				m.cfg.logger.Error("httplock: lock release", "key", h.Key, "error", err)
 			}
 		}
 	}()

@@ -1,6 +1,7 @@
 package httplock
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -19,6 +20,7 @@ type Responder func(w http.ResponseWriter, r *http.Request, err error)
 
 type config struct {
 	guard     guard.Config[*http.Request]
+	logger    *slog.Logger
 	name      func(*http.Request) string
 	skipper   func(*http.Request) bool
 	tokenHdr  string
@@ -112,6 +114,13 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 // of the key, so it must be low-cardinality: a route template, not a path.
 func Name(f func(*http.Request) string) Option { return func(c *config) { c.name = f } }
 
+// Logger sets the logger that is told, once per pattern, of a pattern the
+// middleware cannot lock because of the server's configuration (a Param
+// the pattern does not have, a whole mux wrapped...): every request of it
+// is answered 500. It also hears of release errors without
+// OnReleaseError. Default: slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
 // Skipper skips the middleware for requests where f returns true.
 func Skipper(f func(*http.Request) bool) Option { return func(c *config) { c.skipper = f } }
 
@@ -146,7 +155,8 @@ func OnClientGone(f Responder) Option { return on(f, guard.ClientGone) }
 
 // OnReleaseError is told, after the handler returned, when the lease was
 // lost while the handler ran (err matches core.ErrLost) or held for its
-// MaxHold (core.ErrMaxHold), or the release failed. Default: slog's default logger, at level Error.
+// MaxHold (core.ErrMaxHold), or the release failed. Default: Logger's
+// logger, at level Error.
 func OnReleaseError(f func(r *http.Request, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
