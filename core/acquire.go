@@ -739,7 +739,7 @@ func (a *acquisition) lease(hctx context.Context) (*Lease, error) {
 	c := a.c
 	l := &Lease{
 		c: c, key: a.key, name: a.cfg.name, names: a.names, token: a.req.token, fence: a.fence, mode: a.req.mode,
-		noRenew: a.cfg.noRenew, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
+		noRenew: a.cfg.noRenew, maxHold: a.cfg.maxHold, acquiredAt: time.Now(), parent: leaseFrom(a.ctx), ttl: a.cfg.ttl, idx: -1,
 	}
 	l.initCtx(hctx)
 	if a.grant != nil {

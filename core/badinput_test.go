@@ -25,7 +25,7 @@ func TestBadKeysAndOptions(t *testing.T) {
 	}{
 		{"empty key", "", nil, core.ErrInvalidKey},
 		{"1 MB key", strings.Repeat("x", 1<<20), nil, core.ErrInvalidKey},
-		{"zero TTL", "k", []core.AcquireOption{core.TTL(0)}, core.ErrInvalidOption},
+		{"5ns TTL", "k", []core.AcquireOption{core.TTL(5)}, core.ErrInvalidOption},
 		{"negative TTL", "k", []core.AcquireOption{core.TTL(-time.Second)}, core.ErrInvalidOption},
 		{"negative wait", "k", []core.AcquireOption{core.Wait(-time.Second)}, core.ErrInvalidOption},
 	} {
@@ -35,6 +35,12 @@ func TestBadKeysAndOptions(t *testing.T) {
 		if _, err := c.TryAcquire(ctx, tc.key, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: TryAcquire = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+	// TTL(0) is the Client's, as an adapter's TTL(0) is.
+	if l, err := c.Acquire(ctx, "k0", core.TTL(0)); err != nil || l.TTL() != core.DefaultTTL {
+		t.Errorf("TTL(0): %v, %v; want the Client's TTL", l, err)
+	} else {
+		_ = l.Release(ctx)
 	}
 	if _, _, err := c.Inspect(ctx, ""); !errors.Is(err, core.ErrInvalidKey) {
 		t.Errorf("Inspect empty = %v", err)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/tcpproxy"
 	"github.com/lockkit/lockkit/internal/testkit"
@@ -463,7 +462,7 @@ func (f *flood) checkBounded(t *testing.T, perPath int, tolerance int64) {
 	base := map[string]map[string]int{}
 	for name, cl := range clients {
 		waitTablesSettled(t, name, cl, nil)
-		base[name] = corehook.Tables(cl)
+		base[name] = statsMap(cl)
 	}
 	goroutines := runtime.NumGoroutine()
 	heapBefore := testkit.LiveHeap()
@@ -508,7 +507,7 @@ var syncTables = []string{"queues", "leases"}
 // bound.
 func waitTablesSettled(t *testing.T, name string, cl *core.Client, base map[string]int) {
 	t.Helper()
-	last := corehook.Tables(cl)
+	last := statsMap(cl)
 	for _, k := range syncTables {
 		if n, ok := last[k]; !ok || n != base[k] {
 			t.Fatalf("%s: table %q has %d entries (present: %v) once every call returned, want %d", name, k, n, ok, base[k])
@@ -516,9 +515,9 @@ func waitTablesSettled(t *testing.T, name string, cl *core.Client, base map[stri
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		last = corehook.Tables(cl)
+		last = statsMap(cl)
 		if len(last) == 0 {
-			t.Fatalf("%s: corehook.Tables returned nothing", name)
+			t.Fatalf("%s: Stats returned nothing", name)
 		}
 		settled := base == nil || len(last) == len(base)
 		for k, v := range last {
@@ -562,7 +561,7 @@ func TestSubscriptionDroppedAfterUnansweredUnsubscribe(t *testing.T) {
 	for range 2 { // refused, subscribed, refused again after the confirmation
 		testkit.Recv(t, sig, 10*time.Second, "a contended attempt")
 	}
-	if n := corehook.Tables(c)["subscriptions"]; n != 1 {
+	if n := statsMap(c)["subscriptions"]; n != 1 {
 		t.Fatalf("%d subscriptions while one waiter waits, want 1", n)
 	}
 
@@ -577,7 +576,7 @@ func TestSubscriptionDroppedAfterUnansweredUnsubscribe(t *testing.T) {
 	px.CutAll()
 	px.DropReplies(false)
 	testkit.WaitFor(t, 10*time.Second, "the subscription dropped", func() bool {
-		return corehook.Tables(c)["subscriptions"] == 0
+		return statsMap(c)["subscriptions"] == 0
 	})
 }
 

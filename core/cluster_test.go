@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -356,7 +355,7 @@ func testClusterWakeEveryShard(t *testing.T, cl *redistest.Cluster) {
 		}
 	}
 	testkit.WaitFor(t, 10*time.Second, "no subscriptions and no pub/sub connections left", func() bool {
-		if corehook.Tables(waiter)["subscriptions"] != 0 {
+		if statsMap(waiter)["subscriptions"] != 0 {
 			return false
 		}
 		for m := range keys {

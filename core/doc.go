@@ -75,7 +75,7 @@
 // run of local hand-offs ends after one turn per local waiter while others
 // wait there). Concurrent calls of one Client share round trips: beyond a
 // few in flight, they go out together in pipelines. Wait(d) bounds the wait
-// (the wait budget); without it Acquire waits until ctx ends. NoWait fails at
+// (the wait budget, DefaultWait 10s when not given). NoWait fails at
 // once when the lock is held or other callers of the Client queue for it,
 // MaxWaiters bounds the queue, and Reentrant lets a context that already
 // holds a key take it again as a nested lease.
@@ -147,8 +147,9 @@
 // Classify and Outcome (how a request in front of a lock ends, and what
 // every lockkit adapter answers for it), ErrKeyConfig and KeyPartError (a
 // key part the server configured wrongly, or one missing from the request),
-// Lease.Bind and LeaseFromContext (the handler's context), and
-// Observer.Unlocked, which only lockkit's fail-open adapters report. How
-// lockkit's adapters read key parts from a request is internal to lockkit and
-// not API; their key parts are joined with JoinKey.
+// Lease.Bind and LeaseFromContext (the handler's context), Request with
+// Client.AcquireRequest and AcquireAllRequest (an acquire given as values),
+// Stats, and Observer.Unlocked, which core reports for a Request that fails
+// open. Package guard builds the adapters on them: key parts read from a
+// request and joined with JoinKey, the answers, the release.
 package core

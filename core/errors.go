@@ -35,6 +35,12 @@ var (
 	// the context.Cause of Lease.Context() once lost.
 	ErrLost = errors.New("lockkit: lease lost")
 
+	// ErrMaxHold: the lease was held for its maximum hold (MaxHold). It is
+	// the context.Cause of Lease.Context() from then on: the holder must
+	// stop, for the lease is no longer renewed and the lock expires within
+	// one TTL (or at the holder's Release, whichever comes first).
+	ErrMaxHold = errors.New("lockkit: lease held for its maximum hold")
+
 	// ErrNotHeld: Release or Extend of a lease this owner no longer holds
 	// (already released, lost, or expired on the server).
 	ErrNotHeld = errors.New("lockkit: lease not held")

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -95,7 +94,7 @@ func herdCalls(t *testing.T, k herdKind, w int) float64 {
 	testkit.WaitFor(t, time.Minute, fmt.Sprintf("%d callers waiting", w), func() bool {
 		n := 0
 		for _, c := range cs {
-			n += corehook.Tables(c)["waiters"]
+			n += c.Stats().Waiters
 		}
 		return n == w
 	})
@@ -192,7 +191,7 @@ func TestMaxWaitersEveryKind(t *testing.T) {
 				_, err := k.take(c, wctx, core.MaxWaiters(1))
 				first <- err
 			}()
-			testkit.WaitFor(t, 10*time.Second, "the first waiter queued", func() bool { return corehook.Tables(c)["waiters"] == 1 })
+			testkit.WaitFor(t, 10*time.Second, "the first waiter queued", func() bool { return c.Stats().Waiters == 1 })
 			for i := range 4 {
 				_, err := k.take(c, ctx, core.MaxWaiters(1))
 				var na *core.NotAcquiredError

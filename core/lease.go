@@ -16,11 +16,16 @@ const (
 	stateReleased
 	stateLost
 	stateClosed
+	// stateOverdue: held for its MaxHold. Its context has ended (cause
+	// ErrMaxHold) and it is no longer renewed, but the lock is still its own
+	// in Redis until Release or expiry, so Release still releases it.
+	stateOverdue
 )
 
 // Lease is one holding of a lock. Its Context lives as long as the lease:
-// cancelled on Release (context.Canceled), on loss (cause ErrLost) and on
-// Client.Close (cause ErrClosed). A Lease is safe for concurrent use.
+// cancelled on Release (context.Canceled), on loss (cause ErrLost), on
+// Client.Close (cause ErrClosed) and at its MaxHold (cause ErrMaxHold). A
+// Lease is safe for concurrent use.
 type Lease struct {
 	c          *Client
 	key, name  string
@@ -29,6 +34,7 @@ type Lease struct {
 	fence      int64
 	mode       sharedMode // the side or permit a shared lease holds (0: mutex)
 	noRenew    bool
+	maxHold    time.Duration // MaxHold; 0: none
 	acquiredAt time.Time
 	// grant: the hand-off that gave this lease the lock, granted before
 	// its reply (see grant); nil for a lease its own attempt took.
@@ -55,13 +61,17 @@ type Lease struct {
 	// confirmed (re)acquire + TTL − drift — as nanoseconds on the Client's
 	// monotonic clock (since c.epoch). Atomic: Err checks it at every look.
 	deadlineNs atomic.Int64
+	// holdNs is when the lease has been held for its MaxHold, on the same
+	// clock; 0: no bound. Set before the lease is handed out.
+	holdNs atomic.Int64
 
 	// Scheduling state, guarded by c.ren.mu.
 	ttl      time.Duration
 	renewAt  time.Time
 	due      time.Time // heap order: renewAt when idle, deadline while a renewal is in flight
 	inflight bool
-	idx      int // heap index; -1 when not scheduled
+	overdue  bool // held for its MaxHold: no longer renewed
+	idx      int  // heap index; -1 when not scheduled
 }
 
 type leaseCtxKey struct{}
@@ -97,8 +107,9 @@ func (l *Lease) Context() context.Context { return l.ctx }
 // Done is Context().Done().
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 
-// Err is nil while the lease is held; then ErrNotHeld (released), ErrLost or
-// ErrClosed. A nested lease reports its outer lease's loss.
+// Err is nil while the lease is held; then ErrNotHeld (released), ErrLost,
+// ErrClosed, or ErrMaxHold (held for its MaxHold, until Release). A nested
+// lease reports its outer lease's end.
 func (l *Lease) Err() error {
 	l.checkDeadline()
 	l.mu.Lock()
@@ -118,6 +129,8 @@ func stateErr(st leaseState) error {
 		return ErrLost
 	case stateClosed:
 		return ErrClosed
+	case stateOverdue:
+		return ErrMaxHold
 	}
 	return nil
 }
@@ -143,8 +156,11 @@ func (l *Lease) TTL() time.Duration {
 // sees it lost, without waiting for the engine's timer goroutine to run.
 func (l *Lease) checkDeadline() {
 	r := l.rootLease()
-	if d := r.deadlineNs.Load(); d != 0 && l.c.monoNow() >= d && r.held() {
+	if d := r.deadlineNs.Load(); d != 0 && l.c.monoNow() >= d && r.stillOurs() {
 		r.lose(ErrLost)
+	}
+	if h := r.holdNs.Load(); h != 0 && l.c.monoNow() >= h && r.held() {
+		r.overrun()
 	}
 	if l.root != nil && !l.root.held() {
 		l.endWithOuter()
@@ -172,6 +188,14 @@ func (l *Lease) held() bool {
 	return l.state == stateHeld && (l.root == nil || l.root.held())
 }
 
+// stillOurs reports whether the lock may still be l's in Redis: held, or
+// held for its MaxHold and not yet released.
+func (l *Lease) stillOurs() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.state == stateHeld || l.state == stateOverdue
+}
+
 func (l *Lease) info() LeaseInfo {
 	return LeaseInfo{Key: l.key, Name: l.name, Kind: l.kind(), Owner: l.c.cfg.owner, Token: l.fence, AcquiredAt: l.acquiredAt, Held: time.Since(l.acquiredAt)}
 }
@@ -180,7 +204,7 @@ func (l *Lease) info() LeaseInfo {
 // reports whether this call did it (a lease ends once).
 func (l *Lease) finish(st leaseState, cause error) bool {
 	l.mu.Lock()
-	if l.state != stateHeld {
+	if l.state != stateHeld && l.state != stateOverdue {
 		l.mu.Unlock()
 		return false
 	}
@@ -202,6 +226,9 @@ func (l *Lease) finish(st leaseState, cause error) bool {
 // lose ends a root lease as lost: its context is cancelled with cause
 // ErrLost at once, and the local queue moves on.
 func (l *Lease) lose(cause error) {
+	l.mu.Lock()
+	told := l.state == stateOverdue // the Observer heard of its end then
+	l.mu.Unlock()
 	if !l.finish(stateLost, cause) {
 		return
 	}
@@ -210,7 +237,27 @@ func (l *Lease) lose(cause error) {
 	// now rather than at its TTL. It never extends anything.
 	l.releaseLater()
 	l.c.localRelease(l.names.queue)
-	l.c.obs.Lost(l.ctx, l.info(), cause)
+	if !told {
+		l.c.obs.Lost(l.ctx, l.info(), cause)
+	}
+}
+
+// overrun ends a root lease held for its MaxHold: it is no longer renewed,
+// its context is cancelled with cause ErrMaxHold and the Observer is told
+// (Lost). The lock stays l's in Redis, so that nobody takes it while l's
+// holder may still run: Release frees it, or its expiry does, within one
+// TTL, when the scheduler finds the local deadline passed and l lost.
+func (l *Lease) overrun() {
+	l.c.ren.stopRenewing(l)
+	l.mu.Lock()
+	if l.state != stateHeld {
+		l.mu.Unlock()
+		return
+	}
+	l.state = stateOverdue
+	l.cancel(ErrMaxHold) // under mu, as in finish
+	l.mu.Unlock()
+	l.c.obs.Lost(l.ctx, l.info(), ErrMaxHold)
 }
 
 // releaseLater gives l's token back in the background (Client.releaseLater),
@@ -371,6 +418,8 @@ func (l *Lease) endedErr() error {
 		return fmt.Errorf("lockkit: lease %q: %w: %w", l.key, ErrNotHeld, ErrLost)
 	case stateClosed:
 		return ErrClosed
+	case stateOverdue:
+		return fmt.Errorf("lockkit: lease %q: %w", l.key, ErrMaxHold)
 	}
 	return fmt.Errorf("lockkit: lease %q: %w (already released)", l.key, ErrNotHeld)
 }
@@ -379,8 +428,8 @@ func (l *Lease) endedErr() error {
 // It fails with ErrNotHeld (and the lease is lost) when another owner holds
 // the lock or it expired.
 func (l *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if ttl < MinTTL {
-		return fmt.Errorf("%w: TTL %v is below 10ms", ErrInvalidOption, ttl)
+	if err := CheckTTL(ttl); err != nil {
+		return err
 	}
 	r := l.rootLease()
 	if !l.held() {

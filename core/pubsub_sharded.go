@@ -141,7 +141,7 @@ func (s *shardSub) unsubscribe(wake chan struct{}) {
 
 func (h *shardHub) kickWriter() { poke(h.kick) }
 
-// subscriptions is the number of channels the hub knows (corehook.Tables).
+// subscriptions is the number of channels the hub knows (Client.Stats).
 func (h *shardHub) subscriptions() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -22,6 +22,10 @@ import (
 // confirmed, so the local belief never outlives the server's expiry. A
 // process frozen past a deadline finds the lease lost when it resumes: the
 // scheduler ends it, and a renewal is only sent before the deadline.
+//
+// A lease with a MaxHold has one more event: when it has been held that
+// long, the scheduler ends its context (cause ErrMaxHold) and renews it no
+// more, so the lock expires within one TTL unless released first.
 type renewer struct {
 	c *Client
 
@@ -63,9 +67,49 @@ func (r *renewer) add(l *Lease, sent time.Time) bool {
 	if !r.startLocked() {
 		return false
 	}
+	l.startHold(r.c)
 	r.setConfirmed(l, sent, l.ttl)
 	r.pushLocked(l)
 	return true
+}
+
+// startHold starts l's MaxHold clock, from its acquire.
+func (l *Lease) startHold(c *Client) {
+	if l.maxHold > 0 {
+		l.holdNs.Store(l.acquiredAt.Add(l.maxHold).Sub(c.epoch).Nanoseconds())
+	}
+}
+
+// setDue sets l's next event to t, or sooner to its MaxHold, or, once it
+// has been held for its MaxHold, to its deadline alone. r.mu held.
+func (l *Lease) setDue(t time.Time) {
+	switch h := l.holdNs.Load(); {
+	case l.overdue:
+		t = l.deadline()
+	case h != 0:
+		if hold := l.c.epoch.Add(time.Duration(h)); hold.Before(t) {
+			t = hold
+		}
+	}
+	l.due = t
+}
+
+// stopRenewing renews l no more: it has been held for its MaxHold.
+func (r *renewer) stopRenewing(l *Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.overdueLocked(l)
+}
+
+// overdueLocked marks l held for its MaxHold; r.mu held.
+func (r *renewer) overdueLocked(l *Lease) {
+	if l.idx < 0 || l.overdue {
+		return
+	}
+	l.overdue = true
+	l.setDue(l.deadline())
+	heap.Fix(&r.h, l.idx)
+	r.armLocked(l.due)
 }
 
 // pushLocked schedules l, its first event set. If the scheduler's timer
@@ -115,7 +159,8 @@ func (r *renewer) addPending(l *Lease, deadline int64) bool {
 	}
 	l.deadlineNs.Store(deadline)
 	l.inflight = true
-	l.due = l.deadline()
+	l.startHold(r.c)
+	l.setDue(l.deadline())
 	r.pushLocked(l)
 	return true
 }
@@ -125,12 +170,12 @@ func (r *renewer) setConfirmed(l *Lease, sent time.Time, ttl time.Duration) {
 	l.ttl = ttl
 	l.deadlineNs.Store(sent.Add(ttl - r.c.b.drift(ttl)).Sub(r.c.epoch).Nanoseconds())
 	l.inflight = false
-	if l.noRenew {
+	if l.noRenew || l.overdue {
 		l.renewAt = time.Time{}
-		l.due = l.deadline()
+		l.setDue(l.deadline())
 	} else {
 		l.renewAt = sent.Add(ttl / 3)
-		l.due = l.renewAt
+		l.setDue(l.renewAt)
 	}
 }
 
@@ -178,7 +223,11 @@ func (r *renewer) stop() []*Lease {
 func (r *renewer) schedule() {
 	defer r.wg.Done()
 	for {
-		for _, l := range r.tick(time.Now()) {
+		lost, overdue := r.tick(time.Now())
+		for _, l := range overdue {
+			l.overrun()
+		}
+		for _, l := range lost {
 			l.lose(ErrLost)
 		}
 		select {
@@ -189,10 +238,11 @@ func (r *renewer) schedule() {
 	}
 }
 
-// tick handles every event due at now: deadlines passed (returned as lost)
-// and renewals due, plus renewals due within a sixth of their TTL, which
-// join the batch. It sets the timer for the next event (or stops it).
-func (r *renewer) tick(now time.Time) (lost []*Lease) {
+// tick handles every event due at now: deadlines passed (returned as
+// lost), MaxHolds reached (returned as overdue, renewed no more), and
+// renewals due, plus renewals due within a sixth of their TTL, which join
+// the batch. It sets the timer for the next event (or stops it).
+func (r *renewer) tick(now time.Time) (lost, overdue []*Lease) {
 	r.c.cfg.hooks.tick()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -204,14 +254,19 @@ func (r *renewer) tick(now time.Time) (lost []*Lease) {
 			lost = append(lost, l)
 			continue
 		}
-		if l.inflight || l.noRenew { // next event is its deadline, not reached yet
+		if h := l.holdNs.Load(); h != 0 && !l.overdue && now.Sub(r.c.epoch) >= time.Duration(h) {
+			r.overdueLocked(l)
+			overdue = append(overdue, l)
+			continue
+		}
+		if l.inflight || l.noRenew || l.overdue { // next event is its deadline (or MaxHold), not reached yet
 			break
 		}
 		if now.Before(l.due) && l.due.Sub(now) > l.ttl/6 { // not due, nor soon
 			break
 		}
 		l.inflight = true
-		l.due = l.deadline()
+		l.setDue(l.deadline())
 		heap.Fix(&r.h, 0)
 		r.pending = append(r.pending, l)
 		batched = true
@@ -225,7 +280,7 @@ func (r *renewer) tick(now time.Time) (lost []*Lease) {
 	} else {
 		r.timer.Stop()
 	}
-	return lost
+	return lost, overdue
 }
 
 func (r *renewer) io() {
@@ -283,10 +338,11 @@ func (r *renewer) apply(leases []*Lease, items []renewal, sent time.Time) {
 			// learn nothing, renew again soon.
 			l.inflight = false
 			retry := min(max(l.ttl/10, 10*time.Millisecond), time.Second)
-			l.due = now.Add(retry)
-			if l.deadline().Before(l.due) {
-				l.due = l.deadline()
+			due := now.Add(retry)
+			if l.deadline().Before(due) {
+				due = l.deadline()
 			}
+			l.setDue(due)
 			heap.Fix(&r.h, l.idx)
 		case !it.ok:
 			heap.Remove(&r.h, l.idx)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
@@ -613,8 +612,8 @@ func TestSharedLocksAndTables(t *testing.T) {
 			done <- err
 		}()
 	}
-	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return corehook.Tables(c)["waiters"] == 8 })
-	if n := corehook.Tables(c)["queues"]; n != 5 {
+	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return statsMap(c)["waiters"] == 8 })
+	if n := statsMap(c)["queues"]; n != 5 {
 		t.Errorf("%d local queues, want 5 keys", n)
 	}
 	var saw bool
@@ -632,18 +631,18 @@ func TestSharedLocksAndTables(t *testing.T) {
 			t.Errorf("waiter: %v", err)
 		}
 	}
-	if tb := corehook.Tables(c); tb["queues"] != 5 || tb["waiters"] != 0 {
+	if tb := statsMap(c); tb["queues"] != 5 || tb["waiters"] != 0 {
 		t.Errorf("tables after the waits ended: %v, want the 5 queues of the permits held and no waiter", tb)
 	}
 	// The hub unsubscribes on its own goroutine.
-	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return corehook.Tables(c)["subscriptions"] == 0 })
+	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return statsMap(c)["subscriptions"] == 0 })
 	_ = held.Release(ctx)
 	for i := 4; i < 8; i++ {
 		if l, ok := heldOthers[i]; ok {
 			_ = l.Release(ctx)
 		}
 	}
-	if n := corehook.Tables(c)["queues"]; n != 0 {
+	if n := statsMap(c)["queues"]; n != 0 {
 		t.Errorf("%d local queues after every permit was released, want 0", n)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
 )
 
-// Config configures the middleware. Client and one of KeyParts, KeyFunc or
-// Keys are required.
+// Config configures the middleware. Client and one of KeyParts, KeyFunc,
+// Keys or KeyFromRoute are required.
 type Config struct {
 	// Skipper skips the middleware when it returns true.
 	Skipper middleware.Skipper
@@ -34,6 +35,12 @@ type Config struct {
 	// "const:acct,param:to"}.
 	Keys []string
 
+	// KeyFromRoute locks the route template plus every path parameter
+	// instead: identical requests run one at a time, other routes or
+	// parameters do not wait for each other. It excludes the key fields
+	// above.
+	KeyFromRoute bool
+
 	// Limit admits at most Limit requests of one key at once (a semaphore
 	// per key, across every replica) instead of one; past the wait budget
 	// (or at once with NoWait) a request is answered 429 Too Many Requests
@@ -45,9 +52,10 @@ type Config struct {
 	// the route); "" a mutex. Limit and ReadWrite are alternatives.
 	ReadWrite string
 
-	// Wait is how long a request waits for a held lock before 409
-	// (0: 10s; negative: invalid). The request's own context still bounds
-	// it. Wait and NoWait are alternatives: setting both is invalid.
+	// Wait is how long a request waits for a held lock before 409 (0:
+	// core.DefaultWait, 10s, as in core; negative: invalid). The request's
+	// own context still bounds it. Wait and NoWait are alternatives:
+	// setting both is invalid.
 	Wait time.Duration
 	// NoWait answers 409 at once when the lock is held.
 	NoWait bool
@@ -55,6 +63,11 @@ type Config struct {
 	// The lease is renewed while the handler runs; the TTL is how long a
 	// crashed replica blocks others.
 	TTL time.Duration
+	// MaxHold bounds how long a request holds its lock (core.MaxHold): then
+	// the handler's context ends with cause core.ErrMaxHold, the lock is no
+	// longer renewed and is released when the handler returns
+	// (ReleaseErrorHandler is told). 0: no bound.
+	MaxHold time.Duration
 	// FailOpen runs the handler without the lock when Redis is unavailable
 	// (the Observer's Unlocked is told). Default: fail-closed, 503.
 	FailOpen bool
@@ -93,4 +106,21 @@ type Config struct {
 	// work was not protected to its end) or the release failed. The answer
 	// is already written. Default: c.Logger().Error.
 	ReleaseErrorHandler func(c *echo.Context, err error)
+}
+
+// guardConfig is the configuration as package guard takes it, and the
+// custom answers its DenyHandler and ErrorHandler give.
+func (config Config) guardConfig() (gc guard.Config[*echo.Context], respond guard.Responders[*echo.Context], err error) {
+	gc = guard.Config[*echo.Context]{Client: config.Client, ReleaseTimeout: config.ReleaseTimeout, AcquireOptions: config.AcquireOptions, RetryAfter: config.RetryAfter}
+	gc.Request = core.Request{Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL, FailOpen: config.FailOpen, Limit: config.Limit, MaxHold: config.MaxHold}
+	if gc.Keys, err = guard.ParseKeys[*echo.Context](reader{}, config.KeyParts, config.Keys, config.KeyFunc, config.KeyFromRoute); err == nil {
+		gc.Request.Side, gc.SideByMethod, err = guard.ParseSide(config.ReadWrite)
+	}
+	gc.Misconfigured = func(c *echo.Context, route string, err error) {
+		c.Logger().Error("echo5lock: the route's lock is misconfigured: every request is answered 500", "route", route, "error", err)
+	}
+	respond = guard.Responders[*echo.Context]{}
+	respond.On(guard.KeyErrResponder(config.DenyHandler), guard.Contended, guard.Limited)
+	respond.On(guard.ErrResponder(config.ErrorHandler), guard.Unavailable, guard.BadKey, guard.Misconfigured, guard.ClientGone)
+	return gc, respond, err
 }

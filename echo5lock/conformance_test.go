@@ -3,16 +3,17 @@ package echo5lock_test
 import (
 	"testing"
 
-	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+	"github.com/lockkit/lockkit/internal/builders"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // The behaviour every HTTP adapter shares, on echo v5.
-func TestConformance(t *testing.T) { conformance.Run(t, conformance.Echo5) }
+func TestConformance(t *testing.T) { conformance.Run(t, builders.Echo5) }
 
 // Any valid percent-encoding of an id gives the key of the id, decoded once.
-func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Echo5) }
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Echo5) }
 
 // A hostile client's distinct methods, paths and keys leave no trace.
 func TestFlood(t *testing.T) {
-	conformance.Flood(t, conformance.Echo5, nil)
+	conformance.Flood(t, builders.Echo5, nil)
 }

@@ -15,9 +15,8 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echo5lock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 func newClient(t *testing.T) *core.Client {
@@ -257,14 +256,14 @@ func TestKeyFunc(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases): ToMiddleware returns the error,
+// other adapter (conformance.OptionCases): ToMiddleware returns the error,
 // NewWithConfig panics with it.
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	adapttest.RunOptionCases(t, "", func(tc adapt.OptionCase) error {
-		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
+	conformance.RunOptionCases(t, "", func(tc conformance.OptionCase) error {
+		cfg := echo5lock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, MaxHold: tc.MaxHold,
 			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions, Limit: tc.Limit,
-			ReadWrite: map[adapt.RW]string{adapt.RWRead: "read", adapt.RWWrite: "write", adapt.RWByMethod: "method"}[tc.RW]}
+			ReadWrite: map[core.Side]string{core.ReadSide: "read", core.WriteSide: "write"}[tc.Side]}
 		if tc.Keys > 1 {
 			cfg.KeyParts = ""
 			for i := range tc.Keys {
@@ -282,7 +281,7 @@ func TestSharedOptionCases(t *testing.T) {
 			t.Errorf("ToMiddleware returned %v and a middleware %v", err, mw != nil)
 		}
 		// NewWithConfig panics with the same error, prefixed.
-		if p := adapttest.Panic(func() { echo5lock.NewWithConfig(cfg) }); (p == nil) != (err == nil) || p != nil && p.Error() != "echo5lock: "+err.Error() {
+		if p := conformance.Panic(func() { echo5lock.NewWithConfig(cfg) }); (p == nil) != (err == nil) || p != nil && p.Error() != "echo5lock: "+err.Error() {
 			t.Errorf("NewWithConfig panicked %v, ToMiddleware said %v", p, err)
 		}
 		return err

@@ -5,14 +5,13 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // ErrNoRouteParam is the error (500) of a key part naming a path parameter
 // that the matched route does not have: a mistake in the server's routes,
 // not in the request. It is shared by every HTTP adapter.
-var ErrNoRouteParam = keyspec.ErrNoRouteParam
+var ErrNoRouteParam = guard.ErrNoRouteParam
 
 // Error is what the middleware returns to echo for a request it stops. It
 // carries the problem document and the core error, and speaks every error
@@ -23,7 +22,7 @@ var ErrNoRouteParam = keyspec.ErrNoRouteParam
 // ProblemError. errors.Is/As reach the core error (core.ErrNotAcquired,
 // core.ErrUnavailable, ...) through Unwrap.
 type Error struct {
-	Problem httplock.Problem
+	Problem guard.Problem
 	Err     error
 }
 

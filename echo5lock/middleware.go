@@ -1,12 +1,13 @@
 package echo5lock
 
 import (
+	"fmt"
+	"net/http"
+
 	"github.com/labstack/echo/v5"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // New returns the lock middleware keyed by the key spec keyParts, e.g.
@@ -28,81 +29,97 @@ func NewWithConfig(config Config) echo.MiddlewareFunc {
 // ToMiddleware checks the configuration and returns the middleware. Its
 // errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
-	m := &lockMiddleware{
-		cfg: config,
-		acq: adapt.Config{
-			Client: config.Client, Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL,
-			FailOpen: config.FailOpen, ReleaseTimeout: config.ReleaseTimeout, Options: config.AcquireOptions,
-			Limit: config.Limit,
-		},
+	if layoutErr != nil {
+		// Path values could not be decoded exactly once: keys would split
+		// by spelling.
+		return nil, fmt.Errorf("cannot read echo's routing settings (this version of echo is not one echo5lock knows): %w", layoutErr)
 	}
-	keys, err := keyspec.KeySources(config.KeyParts, config.Keys, config.KeyFunc, reader)
+	gc, respond, err := config.guardConfig()
 	if err != nil {
 		return nil, err
 	}
-	m.keys, m.acq.Keys = keys, len(keys)
-	if m.acq.RW, err = adapt.ParseRW(config.ReadWrite); err != nil {
+	p, err := guard.New(gc)
+	if err != nil {
 		return nil, err
 	}
-	if err := m.acq.Check(); err != nil {
-		return nil, err
-	}
-	return m.wrap, nil
+	return (&lockMiddleware{cfg: config, p: p, respond: respond}).wrap, nil
 }
 
-var reader = keyspec.Reader[*echo.Context]{
-	Param: func(c *echo.Context, name string) (string, bool, bool) {
-		v, ok := c.PathValues().Get(name)
-		return v, ok && valuesEscaped(c), ok
-	},
-	Header: func(c *echo.Context, name string) string { return c.Request().Header.Get(name) },
-	Query:  func(c *echo.Context, name string) string { return c.QueryParam(name) },
-	Cookie: func(c *echo.Context, name string) string {
-		ck, err := c.Cookie(name)
-		if err != nil {
-			return ""
-		}
-		return ck.Value
-	},
+// reader reads echo v5's request for the key parts of package guard.
+type reader struct{}
+
+func (reader) Param(c *echo.Context, name string) (string, bool, bool) {
+	v, ok := c.PathValues().Get(name)
+	return v, ok && valuesEscaped(c), ok
 }
+
+func (reader) Route(c *echo.Context) (string, []string) {
+	pv := c.PathValues()
+	names := make([]string, len(pv))
+	for i, p := range pv {
+		names[i] = p.Name
+	}
+	return c.Path(), names
+}
+
+func (reader) Request(c *echo.Context) *http.Request { return c.Request() }
 
 type lockMiddleware struct {
-	cfg  Config
-	acq  adapt.Config
-	keys []adapt.KeyFunc[*echo.Context]
+	cfg     Config
+	p       *guard.Policy[*echo.Context]
+	respond guard.Responders[*echo.Context]
+}
+
+// handler is the middleware in front of one route's handler, next.
+type handler struct {
+	*lockMiddleware
+	next echo.HandlerFunc
 }
 
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
+	h := &handler{m, next}
 	return func(c *echo.Context) error {
 		req := c.Request()
-		name := c.Path()
-		if adapt.Preflight(req.Method, req.Header) || !routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
+		if guard.Preflight(req.Method, req.Header) || !routed(c) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
 			return next(c)
 		}
-		g, key := adapt.AcquireRequest(&m.acq, req.Context(), c, m.keys, name, req.Method)
-		if !g.OK() {
-			return m.stop(c, key, g.Outcome, g.Err)
-		}
-		defer func() {
-			c.SetRequest(req)
-			if err := g.Release(); err != nil {
-				m.releaseError(c, err)
-			}
-		}()
-		c.SetRequest(req.WithContext(g.Ctx))
-		if m.cfg.TokenHeader != "" && g.Lease != nil {
-			c.Response().Header().Set(m.cfg.TokenHeader, g.TokenHeader())
-		}
-		return next(c)
+		return m.p.Serve(req.Context(), c, c.Path(), req.Method, h)
 	}
 }
 
-func (m *lockMiddleware) releaseError(c *echo.Context, err error) {
-	if m.cfg.ReleaseErrorHandler != nil {
-		m.cfg.ReleaseErrorHandler(c, err)
+func (h *handler) Run(c *echo.Context, hold *guard.Hold) error {
+	req := c.Request()
+	c.SetRequest(req.WithContext(hold.Ctx))
+	defer c.SetRequest(req)
+	hold.SetToken(c.Response().Header(), h.cfg.TokenHeader)
+	return h.next(c)
+}
+
+func (h *handler) Released(c *echo.Context, _ *guard.Hold, err error) {
+	if h.cfg.ReleaseErrorHandler == nil {
+		c.Logger().Error("echo5lock: lock release", "error", err)
 		return
 	}
-	c.Logger().Error("echo5lock: lock release", "error", err)
+	h.cfg.ReleaseErrorHandler(c, err)
+}
+
+// Refuse returns the outcome of a request that may not run, never writing
+// it: echo's HTTPErrorHandler does, from the returned *Error, with the
+// answer's headers (guard.Answer.SetHeaders) already set on the response.
+func (h *handler) Refuse(c *echo.Context, hold *guard.Hold) error {
+	a := h.p.Answer(hold)
+	hdr := c.Response().Header()
+	if ok, err := h.respond.Respond(c, hold, a, hdr); ok {
+		return err
+	}
+	if a.Problem != nil {
+		a.SetHeaders(hdr)
+		return &Error{Problem: *a.Problem, Err: hold.Err}
+	}
+	if r, err := echo.UnwrapResponse(c.Response()); err == nil {
+		r.Status = a.Status // nobody to answer: record 499 for the access log
+	}
+	return nil
 }
 
 // routed reports whether the request matched a route of its own: echo v5
@@ -110,8 +127,8 @@ func (m *lockMiddleware) releaseError(c *echo.Context, err error) {
 // sends unmatched paths through the group's middleware on a catch-all
 // RouteNotFound route; neither is a route to lock. It reads the route the
 // router matched, so it keeps no state.
-func routed(c *echo.Context, path string) bool {
-	if path == "" {
+func routed(c *echo.Context) bool {
+	if c.Path() == "" {
 		return false
 	}
 	ri := c.RouteInfo()
@@ -120,28 +137,6 @@ func routed(c *echo.Context, path string) bool {
 		return false
 	}
 	return true
-}
-
-// stop returns the outcome of a request that may not run, never writing
-// it: echo's HTTPErrorHandler does, from the returned *Error.
-func (m *lockMiddleware) stop(c *echo.Context, key string, o core.Outcome, cause error) error {
-	a := httplock.AnswerFor(o, cause, m.cfg.RetryAfter)
-	if a.RetryAfter != "" {
-		c.Response().Header().Set(httplock.HeaderRetryAfter, a.RetryAfter)
-	}
-	switch {
-	case o.NotAcquired() && m.cfg.DenyHandler != nil:
-		return m.cfg.DenyHandler(c, key, cause)
-	case !o.NotAcquired() && m.cfg.ErrorHandler != nil:
-		return m.cfg.ErrorHandler(c, cause)
-	case a.Problem == nil:
-		if r, err := echo.UnwrapResponse(c.Response()); err == nil {
-			r.Status = a.Status // nobody to answer: record 499 for the access log
-		}
-		return nil
-	}
-	c.Response().Header().Set("Content-Type", httplock.ProblemContentType) // Retry-After is set above
-	return &Error{Problem: *a.Problem, Err: cause}
 }
 
 // Lease returns the lease the request holds: false when the middleware did

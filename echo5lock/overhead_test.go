@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"github.com/lockkit/lockkit/echo5lock"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )

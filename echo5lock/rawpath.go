@@ -1,6 +1,7 @@
 package echo5lock
 
 import (
+	"fmt"
 	"reflect"
 
 	"github.com/labstack/echo/v5"
@@ -11,9 +12,10 @@ import (
 // escapes of its own (URL.RawPath set) unless UseEscapedPathForMatching, and
 // decodes the values only with UnescapePathParamValues. Those two settings
 // are not exported once the router is built, so they are read through
-// reflection, and only for a request with a RawPath: the common request
-// pays nothing. Another Router implementation is taken to route on the raw
-// path without decoding, as the default does.
+// reflection, at field indices found once (routerLayout): ToMiddleware
+// refuses to build the middleware, with why, if this version of echo has not
+// the fields it reads, and a test pins them. Another Router implementation
+// is taken to route on the raw path without decoding, as the default does.
 func valuesEscaped(c *echo.Context) bool {
 	if c.Request().URL.RawPath == "" {
 		return false
@@ -23,9 +25,27 @@ func valuesEscaped(c *echo.Context) bool {
 		return true
 	}
 	v := reflect.ValueOf(dr).Elem()
-	decodedPath, unescape := v.FieldByName("useEscapedPathForRouting"), v.FieldByName("unescapePathParamValues")
-	if !decodedPath.IsValid() || !unescape.IsValid() {
-		return true
+	return !v.Field(layout.decodedPath).Bool() && !v.Field(layout.unescape).Bool()
+}
+
+// routerFields are the indices of the DefaultRouter's routing settings.
+type routerFields struct{ decodedPath, unescape int }
+
+var layout, layoutErr = routerLayout(reflect.TypeFor[echo.DefaultRouter]())
+
+// routerLayout finds, in router (echo.DefaultRouter's type), the bool fields
+// useEscapedPathForRouting and unescapePathParamValues.
+func routerLayout(router reflect.Type) (routerFields, error) {
+	var l routerFields
+	for _, b := range []struct {
+		name string
+		idx  *int
+	}{{"useEscapedPathForRouting", &l.decodedPath}, {"unescapePathParamValues", &l.unescape}} {
+		f, ok := router.FieldByName(b.name)
+		if !ok || len(f.Index) != 1 || f.Type.Kind() != reflect.Bool {
+			return l, fmt.Errorf("%s has no bool field %s", router, b.name)
+		}
+		*b.idx = f.Index[0]
 	}
-	return !decodedPath.Bool() && !unescape.Bool()
+	return l, nil
 }

@@ -5,19 +5,20 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echolock"
-	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+	"github.com/lockkit/lockkit/internal/builders"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // The behaviour every HTTP adapter shares, on echo v4.
-func TestConformance(t *testing.T) { conformance.Run(t, conformance.Echo) }
+func TestConformance(t *testing.T) { conformance.Run(t, builders.Echo) }
 
 // Any valid percent-encoding of an id gives the key of the id, decoded once.
-func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Echo) }
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Echo) }
 
 // A hostile client's distinct methods, paths and keys leave no trace: the
 // route table holds route templates only.
 func TestFlood(t *testing.T) {
-	conformance.Flood(t, conformance.Echo, func(*core.Client) map[string]int {
+	conformance.Flood(t, builders.Echo, func(*core.Client) map[string]int {
 		return map[string]int{"route templates": echolock.RouteTemplates()}
 	})
 }

@@ -26,7 +26,7 @@
 // Outcomes are returned as *echo.HTTPError to the app's HTTPErrorHandler
 // (Retry-After and Content-Type application/problem+json set on the
 // response before returning; the middleware itself never writes), its
-// Message the RFC 9457 problem document (httplock.Problem), so echo's
+// Message the RFC 9457 problem document (guard.Problem), so echo's
 // default error handler answers problem+json: 409 when another request was
 // seen holding the lock past the wait budget, 503 when Redis is unreachable (fail-closed; FailOpen runs the
 // handler unlocked and tells the Observer) or the request's deadline passed

@@ -15,9 +15,8 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/echolock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 func newClient(t *testing.T) *core.Client {
@@ -250,14 +249,14 @@ func TestKeyFunc(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases): ToMiddleware returns the error,
+// other adapter (conformance.OptionCases): ToMiddleware returns the error,
 // NewWithConfig panics with it.
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	adapttest.RunOptionCases(t, "", func(tc adapt.OptionCase) error {
-		cfg := echolock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL,
+	conformance.RunOptionCases(t, "", func(tc conformance.OptionCase) error {
+		cfg := echolock.Config{Client: c, KeyParts: "const:k", Wait: tc.Wait, NoWait: tc.NoWait, TTL: tc.TTL, MaxHold: tc.MaxHold,
 			ReleaseTimeout: tc.ReleaseTimeout, AcquireOptions: tc.AcquireOptions, Limit: tc.Limit,
-			ReadWrite: map[adapt.RW]string{adapt.RWRead: "read", adapt.RWWrite: "write", adapt.RWByMethod: "method"}[tc.RW]}
+			ReadWrite: map[core.Side]string{core.ReadSide: "read", core.WriteSide: "write"}[tc.Side]}
 		if tc.Keys > 1 {
 			cfg.KeyParts = ""
 			for i := range tc.Keys {
@@ -275,7 +274,7 @@ func TestSharedOptionCases(t *testing.T) {
 			t.Errorf("ToMiddleware returned %v and a middleware %v", err, mw != nil)
 		}
 		// NewWithConfig panics with the same error, prefixed.
-		if p := adapttest.Panic(func() { echolock.NewWithConfig(cfg) }); (p == nil) != (err == nil) || p != nil && p.Error() != "echolock: "+err.Error() {
+		if p := conformance.Panic(func() { echolock.NewWithConfig(cfg) }); (p == nil) != (err == nil) || p != nil && p.Error() != "echolock: "+err.Error() {
 			t.Errorf("NewWithConfig panicked %v, ToMiddleware said %v", p, err)
 		}
 		return err

@@ -1,12 +1,12 @@
 package echolock
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // New returns the lock middleware keyed by the key spec keyParts, e.g.
@@ -28,25 +28,15 @@ func NewWithConfig(config Config) echo.MiddlewareFunc {
 // ToMiddleware checks the configuration and returns the middleware. Its
 // errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
-	m := &lockMiddleware{
-		cfg: config,
-		acq: adapt.Config{
-			Client: config.Client, Wait: config.Wait, NoWait: config.NoWait, TTL: config.TTL,
-			FailOpen: config.FailOpen, ReleaseTimeout: config.ReleaseTimeout, Options: config.AcquireOptions,
-			Limit: config.Limit,
-		},
-	}
-	keys, err := keyspec.KeySources(config.KeyParts, config.Keys, config.KeyFunc, reader)
+	gc, err := config.guardConfig()
 	if err != nil {
 		return nil, err
 	}
-	m.keys, m.acq.Keys = keys, len(keys)
-	if m.acq.RW, err = adapt.ParseRW(config.ReadWrite); err != nil {
+	p, err := guard.New(gc)
+	if err != nil {
 		return nil, err
 	}
-	if err := m.acq.Check(); err != nil {
-		return nil, err
-	}
+	m := &lockMiddleware{cfg: config, p: p, respond: config.responders()}
 	if newHook != nil {
 		newHook(m)
 	}
@@ -56,96 +46,87 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 // newHook lets this package's tests reach the middleware's route table.
 var newHook func(*lockMiddleware)
 
-// reader reads echo v4's request. echo routes on the raw path when the
-// request's path has escapes of its own (URL.RawPath set) and hands its
-// parameters over still escaped: they are decoded once by keyspec.
-var reader = keyspec.Reader[echo.Context]{
-	Param: func(c echo.Context, name string) (string, bool, bool) {
-		escaped := c.Request().URL.RawPath != ""
-		for i, n := range c.ParamNames() {
-			if n == name {
-				if vs := c.ParamValues(); i < len(vs) {
-					return vs[i], escaped, true
-				}
-				return "", false, true
+// reader reads echo v4's request for the key parts of package guard. echo
+// routes on the raw path when the request's path has escapes of its own
+// (URL.RawPath set) and hands its parameters over still escaped: they are
+// decoded once by guard.ParamValue.
+type reader struct{}
+
+func (reader) Param(c echo.Context, name string) (string, bool, bool) {
+	for i, n := range c.ParamNames() {
+		if n == name {
+			if vs := c.ParamValues(); i < len(vs) {
+				return vs[i], c.Request().URL.RawPath != "", true
 			}
+			return "", false, true
 		}
-		return "", false, false
-	},
-	Header: func(c echo.Context, name string) string { return c.Request().Header.Get(name) },
-	Query:  func(c echo.Context, name string) string { return c.QueryParam(name) },
-	Cookie: func(c echo.Context, name string) string {
-		ck, err := c.Cookie(name)
-		if err != nil {
-			return ""
-		}
-		return ck.Value
-	},
+	}
+	return "", false, false
 }
+
+func (reader) Route(c echo.Context) (string, []string) { return c.Path(), c.ParamNames() }
+func (reader) Request(c echo.Context) *http.Request    { return c.Request() }
 
 type lockMiddleware struct {
-	cfg    Config
-	acq    adapt.Config
-	keys   []adapt.KeyFunc[echo.Context]
-	routes routeTable
+	cfg     Config
+	p       *guard.Policy[echo.Context]
+	respond guard.Responders[echo.Context]
+	routes  routeTable
 }
 
+// wrap puts the lock in front of next. echo v4 applies a route's
+// middleware on every request, so wrap runs per request: it allocates
+// only its closure.
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		req := c.Request()
-		name := c.Path()
-		if adapt.Preflight(req.Method, req.Header) || !m.routes.routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
+		req, name := c.Request(), c.Path()
+		if guard.Preflight(req.Method, req.Header) || !m.routes.routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
 			return next(c)
 		}
-		g, key := adapt.AcquireRequest(&m.acq, req.Context(), c, m.keys, name, req.Method)
-		if !g.OK() {
-			return m.stop(c, key, g.Outcome, g.Err)
+		h := m.p.Acquire(req.Context(), c, name, req.Method)
+		if !h.OK() {
+			return m.refuse(c, h)
 		}
-		defer func() {
-			c.SetRequest(req)
-			if err := g.Release(); err != nil {
-				m.releaseError(c, err)
-			}
-		}()
-		c.SetRequest(req.WithContext(g.Ctx))
-		if m.cfg.TokenHeader != "" && g.Lease != nil {
-			c.Response().Header().Set(m.cfg.TokenHeader, g.TokenHeader())
-		}
+		defer m.release(c, h)
+		defer c.SetRequest(req)
+		c.SetRequest(req.WithContext(h.Ctx))
+		h.SetToken(c.Response().Header(), m.cfg.TokenHeader)
 		return next(c)
 	}
 }
 
-func (m *lockMiddleware) releaseError(c echo.Context, err error) {
-	if m.cfg.ReleaseErrorHandler != nil {
+// release ends h's hold once the handler returned, and tells
+// ReleaseErrorHandler (default: c.Logger()) of a lost lease or a failed
+// release.
+func (m *lockMiddleware) release(c echo.Context, h *guard.Hold) {
+	err := h.Release()
+	switch {
+	case err == nil:
+	case m.cfg.ReleaseErrorHandler != nil:
 		m.cfg.ReleaseErrorHandler(c, err)
-		return
+	default:
+		c.Logger().Error(err)
 	}
-	c.Logger().Error(err)
 }
 
-// stop returns the outcome of a request that may not run, never writing
+// refuse returns the outcome of a request that may not run, never writing
 // it: echo's HTTPErrorHandler does. The returned *echo.HTTPError's Message
-// is the problem document (httplock.Problem) and the response's
-// Content-Type is set to application/problem+json beforehand, so echo's
-// default error handler, which keeps a Content-Type already set, answers
-// RFC 9457 problem+json; a custom handler gets the document and the cause
-// (Internal).
-func (m *lockMiddleware) stop(c echo.Context, key string, o core.Outcome, cause error) error {
-	a := httplock.AnswerFor(o, cause, m.cfg.RetryAfter)
-	if a.RetryAfter != "" {
-		c.Response().Header().Set(httplock.HeaderRetryAfter, a.RetryAfter)
+// is the problem document (guard.Problem) and the response's headers
+// (guard.Answer.SetHeaders: Content-Type application/problem+json among
+// them) are set beforehand, so echo's default error handler, which keeps a
+// Content-Type already set, answers RFC 9457 problem+json; a custom handler
+// gets the document and the cause (Internal).
+func (m *lockMiddleware) refuse(c echo.Context, h *guard.Hold) error {
+	a, w := m.p.Answer(h), c.Response()
+	if ok, err := m.respond.Respond(c, h, a, w.Header()); ok {
+		return err
 	}
-	switch {
-	case o.NotAcquired() && m.cfg.DenyHandler != nil:
-		return m.cfg.DenyHandler(c, key, cause)
-	case !o.NotAcquired() && m.cfg.ErrorHandler != nil:
-		return m.cfg.ErrorHandler(c, cause)
-	case a.Problem == nil:
-		c.Response().Status = a.Status // nobody to answer: record 499 for the access log
+	if a.Problem == nil {
+		w.Status = a.Status // nobody to answer: record 499 for the access log
 		return nil
 	}
-	c.Response().Header().Set("Content-Type", httplock.ProblemContentType) // Retry-After is set above
-	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: cause}
+	a.SetHeaders(w.Header())
+	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: h.Err}
 }
 
 // Lease returns the lease the request holds: false when the middleware did

@@ -3,16 +3,17 @@ package ginlock_test
 import (
 	"testing"
 
-	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+	"github.com/lockkit/lockkit/internal/builders"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // The behaviour every HTTP adapter shares, on gin.
-func TestConformance(t *testing.T) { conformance.Run(t, conformance.Gin) }
+func TestConformance(t *testing.T) { conformance.Run(t, builders.Gin) }
 
 // Any valid percent-encoding of an id gives the key of the id, decoded once.
-func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Gin) }
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Gin) }
 
 // A hostile client's distinct methods, paths and keys leave no trace.
 func TestFlood(t *testing.T) {
-	conformance.Flood(t, conformance.Gin, nil)
+	conformance.Flood(t, builders.Gin, nil)
 }

@@ -29,7 +29,7 @@
 // (ReadSide/WriteSide: one side always), and Key given more than once locks
 // several resources together, all or nothing (a transfer's two accounts).
 //
-// Outcomes are core.Outcome, answered as package httplock maps them (the
+// Outcomes are core.Outcome, answered as package guard maps them (the
 // same in every HTTP adapter): 409 + Retry-After when another request was
 // seen holding the lock past the wait budget, 503 + Retry-After when Redis is unreachable
 // (fail-closed; FailOpen runs the handler unlocked and tells the Observer)
@@ -38,5 +38,6 @@
 // application/problem+json; nothing is answered to a client that went away
 // (499 is recorded for the access log). Every answer can be replaced with an
 // On* option, and every failure is added with c.Error so gin's logger and
-// otelgin see it.
+// otelgin see it; a route misconfigured for its lock (a Param it does not
+// have) is also told once to Logger's logger.
 package ginlock

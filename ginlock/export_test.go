@@ -3,4 +3,4 @@ package ginlock
 import "github.com/gin-gonic/gin"
 
 // KeyOf is the key Key(parts...) gives for c (tests only).
-func KeyOf(c *gin.Context, parts ...Part) (string, error) { return partsKey(parts)(c) }
+func KeyOf(c *gin.Context, parts ...Part) (string, error) { return join(parts).Build(c) }

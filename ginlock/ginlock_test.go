@@ -14,10 +14,9 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/ginlock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 func init() { gin.SetMode(gin.TestMode) }
@@ -101,21 +100,21 @@ func TestEmptyConstPanics(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases).
+// other adapter (conformance.OptionCases).
 func TestSharedOptionCases(t *testing.T) {
 	c := offlineClient(t)
-	adapttest.RunOptionCases(t, "ginlock: New: ", func(tc adapt.OptionCase) error {
-		opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL),
+	conformance.RunOptionCases(t, "ginlock: New: ", func(tc conformance.OptionCase) error {
+		opts := []ginlock.Option{ginlock.Key(ginlock.Const("k")), ginlock.Wait(tc.Wait), ginlock.TTL(tc.TTL), ginlock.MaxHold(tc.MaxHold),
 			ginlock.ReleaseTimeout(tc.ReleaseTimeout), ginlock.AcquireOptions(tc.AcquireOptions...)}
 		if tc.NoWait {
 			opts = append(opts, ginlock.NoWait())
 		}
-		opts = append(opts, adapttest.KindOptions(tc, ginlock.Limit, ginlock.ReadSide, ginlock.WriteSide, func() ginlock.Option { return ginlock.Key(ginlock.Const("k2")) })...)
+		opts = append(opts, conformance.KindOptions(tc, ginlock.Limit, ginlock.ReadSide, ginlock.WriteSide, func() ginlock.Option { return ginlock.Key(ginlock.Const("k2")) })...)
 		client := c
 		if tc.NoClient {
 			client = nil
 		}
-		return adapttest.Panic(func() { ginlock.New(client, opts...) })
+		return conformance.Panic(func() { ginlock.New(client, opts...) })
 	})
 }
 

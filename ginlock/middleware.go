@@ -1,56 +1,61 @@
 package ginlock
 
 import (
+	"log/slog"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // New returns the lock middleware. It panics, like gin-contrib middleware
 // does on a bad configuration, when client is nil, when there is no key
 // source (or more than one: Key and KeyFromRoute are alternatives), and on
-// option values the engine would reject on every request.
+// option values the engine would reject on every request (guard.Config.Check,
+// the same rules in every lockkit adapter).
 func New(client *core.Client, opts ...Option) gin.HandlerFunc {
-	cfg := config{respond: map[core.Outcome]Responder{}}
-	cfg.adapt.Client = client
+	cfg := config{respond: guard.Responders[*gin.Context]{}, logger: slog.Default()}
+	cfg.guard.Client = client
 	for _, o := range opts {
 		o(&cfg)
 	}
-	switch {
-	case cfg.keyOpts == 0:
-		panic("ginlock: New: no key source; pass ginlock.Key(parts...) (e.g. Key(Const(\"order\"), Param(\"id\"))) or ginlock.KeyFromRoute()")
-	case cfg.fromRoute && cfg.keyOpts > 1:
-		panic("ginlock: New: more than one key source; pass ginlock.Key(...) (once per key) or ginlock.KeyFromRoute()")
-	case len(cfg.keys) < cfg.keyOpts:
-		panic("ginlock: New: ginlock.Key() needs at least one part")
+	cfg.guard.Misconfigured = func(_ *gin.Context, route string, err error) {
+		cfg.logger.Error("ginlock: the route's lock is misconfigured: every request is answered 500", "route", route, "error", err)
 	}
-	cfg.adapt.Keys = len(cfg.keys)
-	if err := cfg.adapt.Check(); err != nil {
+	if layoutErr != nil {
+		// Path parameters could not be decoded exactly once: keys would
+		// split by spelling.
+		panic("ginlock: New: cannot read gin's routing settings (this version of gin is not one ginlock knows): " + layoutErr.Error())
+	}
+	p, err := guard.New(cfg.guard)
+	if err != nil {
 		panic("ginlock: New: " + err.Error())
 	}
-	m := &middleware{cfg: cfg}
+	m := &middleware{cfg: cfg, p: p}
 	return m.handle
 }
 
-type middleware struct{ cfg config }
+type middleware struct {
+	cfg config
+	p   *guard.Policy[*gin.Context]
+}
 
 func (m *middleware) handle(c *gin.Context) {
 	name := c.FullPath()
-	if name == "" || adapt.Preflight(c.Request.Method, c.Request.Header) || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
+	if name == "" || guard.Preflight(c.Request.Method, c.Request.Header) || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
 		c.Next() // no matched route, CORS preflight, or skipped: nothing to lock
 		return
 	}
 	req := c.Request
-	g, _ := adapt.AcquireRequest(&m.cfg.adapt, req.Context(), c, m.cfg.keys, name, req.Method)
-	if !g.OK() {
-		m.stop(c, g.Outcome, g.Err)
+	h := m.p.Acquire(req.Context(), c, name, req.Method)
+	if !h.OK() {
+		m.stop(c, h)
 		return
 	}
 	defer func() {
 		c.Request = req
-		if err := g.Release(); err != nil {
+		if err := h.Release(); err != nil {
 			if m.cfg.onRelease != nil {
 				m.cfg.onRelease(c, err)
 			} else {
@@ -58,27 +63,20 @@ func (m *middleware) handle(c *gin.Context) {
 			}
 		}
 	}()
-	c.Request = req.WithContext(g.Ctx)
-	if m.cfg.tokenHdr != "" && g.Lease != nil {
-		c.Header(m.cfg.tokenHdr, g.TokenHeader())
+	c.Request = req.WithContext(h.Ctx)
+	if m.cfg.tokenHdr != "" && h.Lease != nil {
+		c.Header(m.cfg.tokenHdr, h.Token())
 	}
 	c.Next()
 }
 
 // stop answers a request that may not run and aborts the chain.
-func (m *middleware) stop(c *gin.Context, o core.Outcome, err error) {
-	_ = c.Error(err)
-	a := httplock.AnswerFor(o, err, m.cfg.retryAfter)
-	if a.RetryAfter != "" {
-		c.Header(httplock.HeaderRetryAfter, a.RetryAfter)
-	}
-	switch f := m.cfg.respond[o]; {
-	case f != nil:
-		f(c, err)
-	case a.Problem == nil:
-		c.Status(a.Status) // the client is gone: record the status, write no body
-	default:
-		c.Data(a.Status, httplock.ProblemContentType, a.Problem.JSON())
+func (m *middleware) stop(c *gin.Context, h *guard.Hold) {
+	_ = c.Error(h.Err)
+	a := m.p.Answer(h)
+	if answered, _ := m.cfg.respond.Respond(c, h, a, c.Writer.Header()); !answered {
+		c.Status(a.Status) // recorded; sent with the problem, if any (none to a client that went away)
+		a.Write(c.Writer)
 	}
 	c.Abort()
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // The options no other test reaches: a Func key part, AcquireOptions and
-// ReleaseTimeout on the lease, and the OnError, OnUnavailable and
+// ReleaseTimeout on the lease, and the OnMisconfigured, OnUnavailable and
 // OnClientGone answers.
 func TestRemainingOptions(t *testing.T) {
 	srv := redistest.Start(t)
@@ -32,7 +32,7 @@ func TestRemainingOptions(t *testing.T) {
 			c.String(http.StatusOK, "%s %v", l.Key(), l.TTL())
 		})
 	e.POST("/bad/:id", ginlock.New(client, ginlock.Key(ginlock.Param("nope")),
-		ginlock.OnError(func(c *gin.Context, err error) { c.String(599, "config: %v", errors.Is(err, core.ErrKeyConfig)) })), leaseKey)
+		ginlock.OnMisconfigured(func(c *gin.Context, err error) { c.String(599, "config: %v", errors.Is(err, core.ErrKeyConfig)) })), leaseKey)
 	gone := make(chan error, 1)
 	e.POST("/wait/:id", ginlock.New(client, ginlock.Key(ginlock.Const("order"), ginlock.Param("id")),
 		ginlock.OnClientGone(func(c *gin.Context, err error) { gone <- err })), leaseKey)
@@ -41,7 +41,7 @@ func TestRemainingOptions(t *testing.T) {
 		t.Errorf("Func part + AcquireOptions: %d %q", w.Code, w.Body.String())
 	}
 	if w := serve(e, http.MethodPost, "/bad/1"); w.Code != 599 || w.Body.String() != "config: true" {
-		t.Errorf("OnError: %d %q", w.Code, w.Body.String())
+		t.Errorf("OnMisconfigured: %d %q", w.Code, w.Body.String())
 	}
 
 	// OnClientGone: the request's context ends while it waits.

@@ -24,10 +24,10 @@ and a gin route POST /orders/:id/pay keyed by the parts "order" and the :id
 path parameter lock the same "order:42" and exclude each other.
 
 Key sources:
-  - the message's LockKey() (LockKeyer): the default of unary calls;
+  - the message's LockKey() (rpckey.LockKeyer): the default of unary calls;
   - Key(parts...) with Const, Metadata(name), Field("order.id") (protoreflect,
     proto or JSON names, nested; strings, integers, enums), Func, Method;
-  - KeyFromMethod(): one call of the method at a time (a method-wide lock is
+  - KeyFromRoute(): one call of the method at a time (a method-wide lock is
     never a fallback, always this explicit option).
 
 A unary call with no key source (no option, message without LockKey) or a
@@ -38,7 +38,7 @@ codes.InvalidArgument.
 # Streams
 
 A stream holds its lock for its whole life. Its key comes from metadata
-(Key with Metadata/Const/Func parts, or KeyFromMethod), taken before the
+(Key with Metadata/Const/Func parts, or KeyFromRoute), taken before the
 handler runs, or with FromFirstMessage from its first received message: the
 handler then starts with a context whose lease slot is still empty, the
 lock is taken inside its first RecvMsg, and a stream that ends before any
@@ -66,7 +66,9 @@ OnReleaseError hears of a lease lost while the handler ran.
 
 The retry hint defaults to 1s (RetryAfter); the pushback trailer lets a
 stock gRPC client with a retry policy on ABORTED wait that long before its
-next attempt. Every answer can be replaced with WithErrorHandler.
+next attempt. Every answer can be replaced with an On* option (OnContended,
+OnLimited, OnUnavailable, OnBadKey, OnMisconfigured, OnClientGone, OnLost),
+as in every lockkit adapter.
 
 While the handler runs its context carries the lease (core.LeaseFromContext,
 for the fencing token) and is cancelled, with context.Cause core.ErrLost, if

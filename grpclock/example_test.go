@@ -107,8 +107,8 @@ func (payments) PayKeyed(ctx context.Context, r *testpb.KeyedRequest) (*testpb.P
 }
 
 // A custom answer when another call holds the lock; every other outcome
-// keeps the default answer (returning nil).
-func ExampleWithErrorHandler() {
+// keeps the default answer.
+func ExampleOnContended() {
 	srv, err := locktest.Start()
 	if err != nil {
 		panic(err)
@@ -116,13 +116,10 @@ func ExampleWithErrorHandler() {
 	defer srv.Close()
 
 	busy := func(ctx context.Context, r *grpclock.Rejection) error {
-		if r.Outcome == core.OutcomeContended || r.Outcome == core.OutcomeTimeout {
-			return status.Errorf(codes.Aborted, "%s is busy, retry", r.Key)
-		}
-		return nil // DefaultErrorHandler
+		return status.Errorf(codes.Aborted, "%s is busy, retry", r.Key)
 	}
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(
-		grpclock.UnaryServerInterceptor(srv.Client(), grpclock.NoWait(), grpclock.WithErrorHandler(busy)),
+		grpclock.UnaryServerInterceptor(srv.Client(), grpclock.NoWait(), grpclock.OnContended(busy)),
 	))
 	testpb.RegisterTestServer(s, payments{})
 	client, stop := serveExample(s)

@@ -137,7 +137,7 @@ func TestFlood(t *testing.T) {
 	if _, err := cl.PayKeyed(ctx, &testpb.KeyedRequest{OrderId: "warm"}); err != nil {
 		t.Fatal(err)
 	}
-	base, heap0 := tablesOf(c), testkit.LiveHeap()
+	base, heap0 := testkit.Tables(c), testkit.LiveHeap()
 	held, err := c.Acquire(ctx, "order:held")
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestFlood(t *testing.T) {
 		t.Fatalf("%d of %d calls served, %d of %d refused on the held order", ok.Load(), n, refused.Load(), n/50)
 	}
 	testkit.WaitFor(t, 10*time.Second, "the tables to be back at their baseline", func() bool {
-		for k, v := range tablesOf(c) {
+		for k, v := range testkit.Tables(c) {
 			if v > base[k] {
 				return false
 			}

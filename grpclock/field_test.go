@@ -3,6 +3,7 @@ package grpclock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func TestFieldPaths(t *testing.T) {
 	}
 }
 
-// Func parts: an error wrapping ErrMisconfigured is the server's, any other
+// Func parts: an error wrapping core.ErrKeyConfig is the server's, any other
 // the caller's.
 func TestFuncPart(t *testing.T) {
 	srv := redistest.Start(t)
@@ -114,12 +115,12 @@ func TestFuncPart(t *testing.T) {
 		code codes.Code
 	}{
 		{errors.New("bad header"), codes.InvalidArgument},
-		{grpclock.ErrMisconfigured, codes.Internal},
+		{fmt.Errorf("%w: no tenant table", core.ErrKeyConfig), codes.Internal},
 	} {
 		icp := grpclock.UnaryServerInterceptor(c, grpclock.Key(grpclock.Func("tenant", func(*grpclock.Call) (string, error) { return "", tc.err })))
 		_, err := icp(testkit.Context(t, 5*time.Second), &testpb.PayRequest{}, &grpc.UnaryServerInfo{FullMethod: "/x/Y"},
 			func(context.Context, any) (any, error) { return nil, errors.New("handler ran") })
-		if st, _ := status.FromError(err); st.Code() != tc.code || !strings.Contains(st.Message(), strings.TrimPrefix(tc.err.Error(), "grpclock: ")) {
+		if st, _ := status.FromError(err); st.Code() != tc.code || !strings.Contains(st.Message(), strings.TrimPrefix(tc.err.Error(), "lockkit: ")) {
 			t.Fatalf("Func error %v: got %v, want %v", tc.err, err, tc.code)
 		}
 	}

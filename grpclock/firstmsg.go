@@ -2,173 +2,53 @@ package grpclock
 
 import (
 	"context"
-	"sync"
-	"sync/atomic"
+	"errors"
 
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
-// A stream keyed by its first message is handed its context before the lock
-// exists: handlers read stream.Context() on their first line. That context
-// (a slotCtx) is therefore made up front, cancellable, with an empty slot
-// for the lease-bound context; the first RecvMsg acquires, fills the slot
-// (so core.LeaseFromContext and the Observer's values are seen through the
-// context the handler already holds, and through contexts derived from it)
-// and ties the cancellation to the lease.
-
-type firstState uint8
-
-const (
-	statePending  firstState = iota // no message received yet
-	stateOpen                       // holding the lock, running unlocked (fail-open), or no lock to take (EOF / recv error)
-	stateRejected                   // the lock refused the stream: rejErr is its status
-	stateEnded                      // the handler returned
-)
-
+// firstMsgStream is a stream keyed by its first message: guard.FirstMessage
+// on grpc-go's ServerStream.
 type firstMsgStream struct {
 	grpc.ServerStream
 	c      *config
 	method string
-	base   context.Context // the stream's own context
-	ctx    *slotCtx
-	cancel context.CancelCauseFunc
-
-	mu       sync.Mutex
-	state    firstState
-	guard    *adapt.Guard
-	key      string
-	rejErr   error
-	stopLost func() bool
+	lock   *guard.FirstMessage[*Call]
 }
 
 func (c *config) serveFirstMessage(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-	base := ss.Context()
-	cctx, cancel := context.WithCancelCause(base)
-	s := &firstMsgStream{ServerStream: ss, c: c, method: info.FullMethod, base: base, ctx: &slotCtx{Context: cctx}, cancel: cancel}
+	base, method := ss.Context(), info.FullMethod
+	s := &firstMsgStream{ServerStream: ss, c: c, method: method}
+	s.lock = c.policy.FirstMessage(base, rpckey.Name(method), func(m any) *Call { return &Call{Ctx: base, FullMethod: method, Msg: m} },
+		func(h *guard.Hold) error { return c.reject(base, ss.SetTrailer, c.policy.Reject(h, method)) })
 	defer func() { // also when the handler panics: the lock is released
-		g, key, rejErr := s.end()
-		switch {
-		case rejErr != nil:
-			err = rejErr
-		case g != nil && lostDuring(g, base, err):
-			err = c.reject(base, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
-		}
-		if g != nil {
-			c.release(base, info.FullMethod, g)
-		}
+		err = s.lock.Finish(err, func(h *guard.Hold, err error) error {
+			if endedDuring(h, base, err) {
+				return c.ended(base, ss.SetTrailer, method, h, err)
+			}
+			return err
+		}, func(h *guard.Hold) { c.rpc.Release(base, method, h) })
 	}()
 	return handler(srv, s)
 }
 
-func (s *firstMsgStream) Context() context.Context { return s.ctx }
+func (s *firstMsgStream) Context() context.Context { return s.lock.Context() }
 
 func (s *firstMsgStream) RecvMsg(m any) error {
-	s.mu.Lock()
-	st, rejErr := s.state, s.rejErr
-	s.mu.Unlock()
-	if st == stateRejected {
-		return rejErr
+	err := s.lock.Receive(m, s.ServerStream.RecvMsg)
+	if errors.Is(err, core.ErrMaxHold) {
+		return s.c.ended(s.ServerStream.Context(), s.ServerStream.SetTrailer, s.method, s.lock.Hold(), err)
 	}
-	err := s.ServerStream.RecvMsg(m)
-	if st != statePending {
-		return err
-	}
-	if err != nil { // io.EOF before any message, or a broken stream: nothing to lock
-		s.setState(stateOpen)
-		return err
-	}
-	return s.acquire(m)
-}
-
-func (s *firstMsgStream) SendMsg(m any) error {
-	s.mu.Lock()
-	st, rejErr := s.state, s.rejErr
-	s.mu.Unlock()
-	if st == stateRejected {
-		return rejErr
-	}
-	return s.ServerStream.SendMsg(m)
-}
-
-func (s *firstMsgStream) setState(st firstState) {
-	s.mu.Lock()
-	if s.state == statePending {
-		s.state = st
-	}
-	s.mu.Unlock()
-}
-
-// acquire takes the lock for the first message m (RecvMsg calls are never
-// concurrent, so this runs once).
-func (s *firstMsgStream) acquire(m any) error {
-	g, key := adapt.AcquireRequest(&s.c.lock, s.base, &Call{Ctx: s.base, FullMethod: s.method, Msg: m}, s.c.keys, lockName(s.method), "")
-	if !g.OK() {
-		return s.refuse(rejection(g, s.method, key))
-	}
-	s.mu.Lock()
-	if s.state != statePending { // the handler already returned (it must not read after that)
-		s.mu.Unlock()
-		s.c.release(s.base, s.method, g)
-		return context.Canceled
-	}
-	s.state, s.guard, s.key = stateOpen, g, key
-	s.ctx.fill(g.Ctx)
-	s.stopLost = context.AfterFunc(g.Ctx, func() { s.cancel(context.Cause(g.Ctx)) })
-	s.mu.Unlock()
-	return nil
-}
-
-func (s *firstMsgStream) refuse(r *Rejection) error {
-	err := s.c.reject(s.base, s.ServerStream.SetTrailer, r)
-	s.mu.Lock()
-	if s.state == statePending {
-		s.state, s.rejErr = stateRejected, err
-	}
-	s.mu.Unlock()
-	s.cancel(err)
 	return err
 }
 
-// end marks the handler done and hands back what to release.
-func (s *firstMsgStream) end() (*adapt.Guard, string, error) {
-	s.mu.Lock()
-	g, key, rejErr, stop := s.guard, s.key, s.rejErr, s.stopLost
-	s.state, s.guard = stateEnded, nil
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
+func (s *firstMsgStream) SendMsg(m any) error {
+	if err := s.lock.Refused(); err != nil {
+		return err
 	}
-	s.cancel(context.Canceled)
-	return g, key, rejErr
-}
-
-// slotCtx is the handler's context of a first-message stream: the
-// cancellation of a context made before the handler started, the values of
-// the lease-bound context once the lock is held.
-type slotCtx struct {
-	context.Context // context.WithCancelCause(stream context)
-	bound           atomic.Pointer[boundRef]
-}
-
-type boundRef struct{ ctx context.Context }
-
-func (c *slotCtx) fill(ctx context.Context) { c.bound.Store(&boundRef{ctx}) }
-
-func (c *slotCtx) Value(k any) any {
-	v := c.Context.Value(k)
-	if v == any(c.Context) {
-		// The context package looking up our own cancelCtx (context.Cause,
-		// parent linking): only our Context answers with itself. Answer it,
-		// so Done, Err and Cause stay those of one context.
-		return v
-	}
-	if b := c.bound.Load(); b != nil {
-		if bv := b.ctx.Value(k); bv != nil {
-			return bv
-		}
-	}
-	return v
+	return s.ServerStream.SendMsg(m)
 }

@@ -2,15 +2,11 @@ package grpclock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
 
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // Call is what key parts read: the call's context (incoming metadata), its
@@ -22,103 +18,36 @@ type Call struct {
 	Msg        any
 }
 
-// KeyPart is one part of a lock key read from a call. Make parts with
+// Part is one part of a lock key read from a call. Make parts with
 // Const, Metadata, Field and Method, and anything else with Func; Key joins
 // their values with core.JoinKey, exactly as the HTTP adapters join theirs.
-type KeyPart struct{ p keypart.Part[*Call] }
-
-// LockKeyer is a request message that names its own lock key, e.g.
-//
-//	func (r *PayOrderRequest) LockKey() (string, error) { return core.JoinKey("order", r.GetOrderId()) }
-//
-// It is the default key source of unary calls (and of streams with
-// FromFirstMessage and no Key option). An error, or an empty key, is the
-// caller's fault: codes.InvalidArgument.
-type LockKeyer interface {
-	LockKey() (string, error)
-}
-
-// Errors of the key sources.
-var (
-	// ErrMisconfigured matches every server-side key mistake (no key source,
-	// a field path the message does not have or cannot key by): the call is
-	// answered codes.Internal. A Func part may wrap it to say the same.
-	ErrMisconfigured = fmt.Errorf("grpclock: misconfigured lock key: %w", core.ErrKeyConfig)
-	// ErrNoKeySource: the call has neither a Key option nor a message with
-	// LockKey(). It matches ErrMisconfigured.
-	ErrNoKeySource = fmt.Errorf("%w: no key source", ErrMisconfigured)
-)
+type Part struct{ p guard.Part[*Call] }
 
 // Const is a literal part ("order"). It panics when empty, as every
 // adapter's Const does.
-func Const(s string) KeyPart { return KeyPart{keypart.Const[*Call](s)} }
+func Const(s string) Part { return Part{guard.Const[*Call](s)} }
 
 // Metadata is the value of an incoming metadata key (case-insensitive, as
 // gRPC lower-cases them). Missing or empty → codes.InvalidArgument; so is a
 // key sent more than once, because a lock taken on one of two values would
 // not protect a handler that reads the other.
-func Metadata(name string) KeyPart {
-	if name == "" {
-		panic("grpclock: Metadata(\"\"): empty metadata key")
-	}
-	name = strings.ToLower(name)
-	return KeyPart{keypart.Part[*Call]{Source: "metadata", Name: name, Get: func(c *Call) (string, error) {
-		vals := metadata.ValueFromIncomingContext(c.Ctx, name)
-		if len(vals) > 1 {
-			return "", fmt.Errorf("sent %d times; want one value", len(vals))
-		}
-		if len(vals) == 0 {
-			return "", nil
-		}
-		return vals[0], nil
-	}}}
+func Metadata(name string) Part { return Part{rpckey.Metadata(name, incomingMetadata)} }
+
+func incomingMetadata(c *Call, name string) []string {
+	return metadata.ValueFromIncomingContext(c.Ctx, name)
 }
 
 // Method is the call's full method ("/orders.v1.Orders/PayOrder"). With it
-// alone the lock is method-wide (KeyFromMethod); with other parts it scopes
+// alone the lock is method-wide (KeyFromRoute); with other parts it scopes
 // a key to one method, e.g. Key(Method(), Metadata("x-tenant")).
-func Method() KeyPart {
-	return KeyPart{keypart.Part[*Call]{Source: "method", Name: "full method", Get: func(c *Call) (string, error) { return c.FullMethod, nil }}}
-}
+func Method() Part { return Part{rpckey.Method(callMethod)} }
+
+func callMethod(c *Call) string { return c.FullMethod }
 
 // Func is a part computed by f. Return "" (nil error) for a missing value and
 // an error for an unreadable one (both codes.InvalidArgument), or an error
-// wrapping ErrMisconfigured for a server-side mistake (codes.Internal). name
-// only appears in error messages.
-func Func(name string, f func(*Call) (string, error)) KeyPart {
-	if f == nil {
-		panic("grpclock: Func(" + name + ", nil)")
-	}
-	return KeyPart{keypart.Part[*Call]{Source: "func", Name: name, Get: f}}
-}
-
-// key builds the call's lock key from the Key parts or the message's LockKey.
-func (c *config) key(call *Call) (string, error) {
-	if c.parts != nil {
-		return keypart.Build(call, c.parts)
-	}
-	k, ok := call.Msg.(LockKeyer)
-	if !ok {
-		return "", fmt.Errorf("%w for %s: message %T has no LockKey() method and no grpclock.Key option was given", ErrNoKeySource, call.FullMethod, call.Msg)
-	}
-	key, err := k.LockKey()
-	switch {
-	case err != nil && errors.Is(err, ErrMisconfigured):
-		return "", err
-	case err != nil && errors.Is(err, core.ErrInvalidKey):
-		return "", fmt.Errorf("%s.LockKey(): %w", msgName(call.Msg), err)
-	case err != nil:
-		return "", fmt.Errorf("%w: %s.LockKey(): %w", core.ErrInvalidKey, msgName(call.Msg), err)
-	case key == "":
-		return "", fmt.Errorf("%w: %s.LockKey() returned an empty key", core.ErrInvalidKey, msgName(call.Msg))
-	}
-	return key, nil
-}
-
-// msgName names a message for the caller: its proto name, not a Go type.
-func msgName(m any) string {
-	if pm, ok := m.(proto.Message); ok {
-		return string(pm.ProtoReflect().Descriptor().FullName())
-	}
-	return fmt.Sprintf("%T", m)
+// wrapping core.ErrKeyConfig for a server-side mistake (codes.Internal).
+// name only appears in error messages.
+func Func(name string, f func(*Call) (string, error)) Part {
+	return Part{guard.Func(name, f)}
 }

@@ -13,9 +13,9 @@ import (
 
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // holdAll is a handler that counts calls inside and holds them until
@@ -100,7 +100,7 @@ func TestReadAndWriteSides(t *testing.T) {
 	}
 	// gRPC has no safe methods: ReadWrite is not an option here, and a
 	// side with a limit is refused at construction.
-	if p := adapttest.Panic(func() { grpclock.UnaryServerInterceptor(c, grpclock.ReadSide(), grpclock.Limit(2)) }); p == nil {
+	if p := conformance.Panic(func() { grpclock.UnaryServerInterceptor(c, grpclock.ReadSide(), grpclock.Limit(2)) }); p == nil {
 		t.Fatal("ReadSide with Limit accepted")
 	}
 }

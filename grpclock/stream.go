@@ -2,11 +2,13 @@ package grpclock
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // StreamServerInterceptor returns an interceptor that holds a lock for the
@@ -26,27 +28,43 @@ import (
 func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(client, opts, true)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if c.firstMsg {
+		if c.rpc.FirstMessage {
 			return c.serveFirstMessage(srv, ss, info, handler)
 		}
 		ctx := ss.Context()
-		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, c.keys, lockName(info.FullMethod), "")
-		if !g.OK() {
-			return c.reject(ctx, ss.SetTrailer, rejection(g, info.FullMethod, key))
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, rpckey.Name(info.FullMethod), "")
+		if !h.OK() {
+			return c.reject(ctx, ss.SetTrailer, c.policy.Reject(h, info.FullMethod))
 		}
-		defer c.release(ctx, info.FullMethod, g)
-		err := handler(srv, &boundStream{ServerStream: ss, ctx: g.Ctx})
-		if lostDuring(g, ctx, err) {
-			return c.reject(ctx, ss.SetTrailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
+		defer c.rpc.Release(ctx, info.FullMethod, h)
+		err := handler(srv, &boundStream{ServerStream: ss, ctx: h.Ctx, hold: h, c: c, method: info.FullMethod})
+		if endedDuring(h, ctx, err) {
+			return c.ended(ctx, ss.SetTrailer, info.FullMethod, h, err)
 		}
 		return err
 	}
 }
 
-// boundStream hands the handler the lease-bound context.
+// boundStream hands the handler the lease-bound context, and tells the hold
+// when the handler waits for a message (MaxHold frees an idle stream's
+// lock).
 type boundStream struct {
 	grpc.ServerStream
-	ctx context.Context
+	ctx    context.Context
+	hold   *guard.Hold
+	c      *config
+	method string
 }
 
 func (s *boundStream) Context() context.Context { return s.ctx }
+
+// RecvMsg receives m while the hold knows the handler idle (MaxHold frees
+// an idle stream's lock). Past the hold's MaxHold it returns the call's
+// answer, Aborted with a retry hint, as to a handler that failed for it.
+func (s *boundStream) RecvMsg(m any) error {
+	err := s.hold.Receive(func() error { return s.ServerStream.RecvMsg(m) })
+	if errors.Is(err, core.ErrMaxHold) {
+		return s.c.ended(s.ServerStream.Context(), s.ServerStream.SetTrailer, s.method, s.hold, err)
+	}
+	return err
+}

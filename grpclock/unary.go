@@ -1,20 +1,20 @@
 package grpclock
 
 import (
+	"github.com/lockkit/lockkit/guard/rpckey"
+
 	"context"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
 )
 
 // UnaryServerInterceptor returns an interceptor that runs each call holding
 // the lock on its key: by default the request message's LockKey(), or what
-// Key / KeyFromMethod say. The full method without its leading slash
-// ("orders.v1.Orders/PayOrder", as otelgrpc names the call's span and
-// rpc.method) is the lock's name (telemetry), never part of the key.
+// Key / KeyFromMethod say. The full method is the lock's name (telemetry),
+// never part of the key.
 //
 // The handler gets a context carrying the lease (core.LeaseFromContext),
 // cancelled when the call ends or the lease is lost (context.Cause
@@ -26,14 +26,14 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 	c := newConfig(client, opts, false)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
-		g, key := adapt.AcquireRequest(&c.lock, ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, c.keys, lockName(info.FullMethod), "")
-		if !g.OK() {
-			return nil, c.reject(ctx, trailer, rejection(g, info.FullMethod, key))
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, rpckey.Name(info.FullMethod), "")
+		if !h.OK() {
+			return nil, c.reject(ctx, trailer, c.policy.Reject(h, info.FullMethod))
 		}
-		defer c.release(ctx, info.FullMethod, g)
-		resp, err := handler(g.Ctx, req)
-		if lostDuring(g, ctx, err) {
-			return nil, c.reject(ctx, trailer, &Rejection{Outcome: core.OutcomeLost, FullMethod: info.FullMethod, Key: key, Err: err})
+		defer c.rpc.Release(ctx, info.FullMethod, h)
+		resp, err := handler(h.Ctx, req)
+		if endedDuring(h, ctx, err) {
+			return nil, c.ended(ctx, trailer, info.FullMethod, h, err)
 		}
 		return resp, err
 	}

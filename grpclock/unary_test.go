@@ -19,10 +19,9 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // Calls on different orders hold their locks at the same time: every
@@ -268,8 +267,8 @@ func TestUnaryKeySourceErrors(t *testing.T) {
 	}
 }
 
-// KeyFromMethod locks the method whatever the message says.
-func TestUnaryKeyFromMethod(t *testing.T) {
+// KeyFromRoute locks the method whatever the message says.
+func TestUnaryKeyFromRoute(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
 	entered, leave := make(chan struct{}), make(chan struct{})
@@ -283,7 +282,7 @@ func TestUnaryKeyFromMethod(t *testing.T) {
 		}
 		return &testpb.PayResponse{}, nil
 	}}
-	cl := serve(t, svc, unary(c, grpclock.KeyFromMethod(), grpclock.NoWait()))
+	cl := serve(t, svc, unary(c, grpclock.KeyFromRoute(), grpclock.NoWait()))
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
 	go func() { _, err := cl.Pay(ctx, &testpb.PayRequest{OrderId: "a"}); first <- err }()
@@ -324,9 +323,13 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	}
 	cl := serve(t, svc, grpc.ChainUnaryInterceptor(deadline, grpclock.UnaryServerInterceptor(c, grpclock.Wait(time.Minute),
 		grpclock.Key(grpclock.Const("order"), grpclock.Func("dl", func(*grpclock.Call) (string, error) { return "dl", nil })),
-		grpclock.WithErrorHandler(func(ctx context.Context, r *grpclock.Rejection) error {
+		grpclock.OnUnavailable(func(ctx context.Context, r *grpclock.Rejection) error {
 			kinds <- r.Outcome
-			return grpclock.DefaultErrorHandler(ctx, r)
+			return nil // Answer's
+		}),
+		grpclock.OnClientGone(func(ctx context.Context, r *grpclock.Rejection) error {
+			kinds <- r.Outcome
+			return grpclock.Answer(ctx, r)
 		}))))
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
@@ -356,7 +359,8 @@ func TestUnaryDeadlineWhileWaiting(t *testing.T) {
 	}
 }
 
-// WithErrorHandler replaces the answer; its RetryInfo still makes the trailer.
+// An On* option replaces the answer of its outcomes only; a RetryInfo in
+// its status still makes the trailer.
 func TestUnaryErrorHandlerOverride(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, srv)
@@ -366,11 +370,8 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 		<-leave
 		return &testpb.PayResponse{}, nil
 	}}
-	cl := serve(t, svc, unary(c, grpclock.NoWait(), grpclock.WithErrorHandler(func(ctx context.Context, r *grpclock.Rejection) error {
-		if r.Outcome.NotAcquired() {
-			return status.Errorf(codes.ResourceExhausted, "busy: %s", r.Key)
-		}
-		return nil // the default for the rest
+	cl := serve(t, svc, unary(c, grpclock.NoWait(), grpclock.OnContended(func(ctx context.Context, r *grpclock.Rejection) error {
+		return status.Errorf(codes.ResourceExhausted, "busy: %s", r.Key)
 	})))
 	ctx := testkit.Context(t, 20*time.Second)
 	first := make(chan error, 1)
@@ -500,26 +501,26 @@ func TestConstructionPanics(t *testing.T) {
 }
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases), by both interceptors.
+// other adapter (conformance.OptionCases), by both interceptors.
 func TestSharedOptionCases(t *testing.T) {
 	c := newClient(t, redistest.Start(t))
 	for _, kind := range []string{"UnaryServerInterceptor", "StreamServerInterceptor"} {
 		t.Run(kind, func(t *testing.T) {
-			adapttest.RunOptionCases(t, "grpclock: "+kind+": ", func(tc adapt.OptionCase) error {
-				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL),
+			conformance.RunOptionCases(t, "grpclock: "+kind+": ", func(tc conformance.OptionCase) error {
+				opts := []grpclock.Option{grpclock.Key(grpclock.Const("k")), grpclock.Wait(tc.Wait), grpclock.TTL(tc.TTL), grpclock.MaxHold(tc.MaxHold),
 					grpclock.ReleaseTimeout(tc.ReleaseTimeout), grpclock.AcquireOptions(tc.AcquireOptions...)}
 				if tc.NoWait {
 					opts = append(opts, grpclock.NoWait())
 				}
-				opts = append(opts, adapttest.KindOptions(tc, grpclock.Limit, grpclock.ReadSide, grpclock.WriteSide, func() grpclock.Option { return grpclock.Key(grpclock.Const("k2")) })...)
+				opts = append(opts, conformance.KindOptions(tc, grpclock.Limit, grpclock.ReadSide, grpclock.WriteSide, func() grpclock.Option { return grpclock.Key(grpclock.Const("k2")) })...)
 				client := c
 				if tc.NoClient {
 					client = nil
 				}
 				if kind == "UnaryServerInterceptor" {
-					return adapttest.Panic(func() { grpclock.UnaryServerInterceptor(client, opts...) })
+					return conformance.Panic(func() { grpclock.UnaryServerInterceptor(client, opts...) })
 				}
-				return adapttest.Panic(func() { grpclock.StreamServerInterceptor(client, opts...) })
+				return conformance.Panic(func() { grpclock.StreamServerInterceptor(client, opts...) })
 			})
 		})
 	}

@@ -3,27 +3,28 @@ package httplock_test
 import (
 	"testing"
 
-	"github.com/lockkit/lockkit/internal/keyspec/conformance"
+	"github.com/lockkit/lockkit/internal/builders"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // The behaviour every HTTP adapter shares, on net/http's ServeMux and on chi.
 func TestConformance(t *testing.T) {
-	t.Run("ServeMux", func(t *testing.T) { conformance.Run(t, conformance.Stdlib) })
-	t.Run("chi", func(t *testing.T) { conformance.Run(t, conformance.Chi) })
+	t.Run("ServeMux", func(t *testing.T) { conformance.Run(t, builders.Stdlib) })
+	t.Run("chi", func(t *testing.T) { conformance.Run(t, builders.Chi) })
 }
 
 // Any valid percent-encoding of an id gives the key of the id, decoded once.
-func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Stdlib) }
+func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Stdlib) }
 
 // The same on chi, which hands its path values over still escaped.
-func FuzzCanonicalKeyChi(f *testing.F) { conformance.FuzzCanonicalKey(f, conformance.Chi) }
+func FuzzCanonicalKeyChi(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Chi) }
 
 // A hostile client's distinct methods, paths and keys leave no trace.
 func TestFlood(t *testing.T) {
 	t.Run("ServeMux", func(t *testing.T) {
-		conformance.Flood(t, conformance.Stdlib, nil)
+		conformance.Flood(t, builders.Stdlib, nil)
 	})
 	t.Run("chi", func(t *testing.T) {
-		conformance.Flood(t, conformance.Chi, nil)
+		conformance.Flood(t, builders.Chi, nil)
 	})
 }

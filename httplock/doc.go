@@ -4,7 +4,7 @@
 // sets r.Pattern and the request's path values; it imports nothing but the
 // standard library and lockkit:
 //
-//	lockOrder := httplock.New(client, httplock.Key(httplock.Const("order"), httplock.PathValue("id")))
+//	lockOrder := httplock.New(client, httplock.Key(httplock.Const("order"), httplock.Param("id")))
 //	mux.Handle("POST /orders/{id}/pay", lockOrder(pay))
 //	mux.Handle("POST /orders/{id}/refund", lockOrder(refund)) // same key "order:<id>"
 //
@@ -12,21 +12,8 @@
 // echo5lock, grpclock): the same options and defaults, the same key for
 // the same parts, path values decoded exactly once, and the same answers.
 //
-// The package is also lockkit's HTTP answer: the one mapping, used by every
-// HTTP adapter, from a lock outcome (core.Outcome) to a status, a
-// Retry-After header and an RFC 9457 application/problem+json body.
-//
-//	outcome                              status  Retry-After  body
-//	OutcomeContended, OutcomeTimeout     409     yes          problem
-//	OutcomeLost                          409     yes          problem
-//	OutcomeLimited                       429     yes          problem (Limit: every permit of the key held)
-//	OutcomeUnavailable                   503     yes          problem
-//	OutcomeDeadline                      503     yes          problem
-//	OutcomeClosed                        503     yes          problem (the Client was closed)
-//	OutcomeBadKey                        400     no           problem, naming the missing part
-//	OutcomeMisconfigured                 500     no           problem
-//	OutcomeCanceled                      499     no           none: the client went away (recorded for access logs)
-//
-// A problem's detail never names the holder: its owner and metadata may be
-// another tenant's.
+// Every outcome is answered as package guard maps it (guard.Status,
+// guard.AnswerFor): the same status, Retry-After and RFC 9457
+// application/problem+json body, with the same headers, as on every lockkit
+// HTTP adapter; an On* option replaces an answer.
 package httplock

@@ -23,7 +23,7 @@ func ExampleNew() {
 	locks := srv.Client() // a service's: core.New(redisClient)
 
 	lockOrder := httplock.New(locks,
-		httplock.Key(httplock.Const("order"), httplock.PathValue("id")),
+		httplock.Key(httplock.Const("order"), httplock.Param("id")),
 		httplock.Wait(5*time.Second))
 	pay := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		lease, _ := httplock.Lease(r)
@@ -49,7 +49,7 @@ func ExampleOnContended() {
 	}
 	defer srv.Close()
 
-	key := httplock.Key(httplock.Const("order"), httplock.PathValue("id"))
+	key := httplock.Key(httplock.Const("order"), httplock.Param("id"))
 	ship := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/ship", httplock.New(srv.Client(), key, httplock.NoWait())(ship))

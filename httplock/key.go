@@ -4,82 +4,107 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/lockkit/lockkit/internal/keypart"
-	"github.com/lockkit/lockkit/internal/keyspec"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Part is one part of a lock key, read from a request. Make parts with
-// Const, PathValue, Header, Query and Cookie, and anything else with Func;
+// Const, Param, Header, Query and Cookie, and anything else with Func;
 // Key joins their values with core.JoinKey, as every lockkit adapter does.
-type Part struct{ p keypart.Part[*http.Request] }
+type Part struct{ p guard.Part[*http.Request] }
 
-var reader = keyspec.Reader[*http.Request]{
-	Param: pathValue,
-	Header: func(r *http.Request, name string) string {
-		return r.Header.Get(name)
-	},
-	Query: func(r *http.Request, name string) string { return r.URL.Query().Get(name) },
-	Cookie: func(r *http.Request, name string) string {
-		c, err := r.Cookie(name)
-		if err != nil {
-			return ""
-		}
-		return c.Value
-	},
-}
+// reader reads net/http's request for the key parts of package guard.
+type reader struct{}
+
+func (reader) Request(r *http.Request) *http.Request                   { return r }
+func (reader) Param(r *http.Request, name string) (string, bool, bool) { return pathValue(r, name) }
+func (reader) Route(r *http.Request) (string, []string)                { return route(r.Pattern) }
 
 // Const is a literal part: Const("order"). It panics when empty.
-func Const(s string) Part { return Part{reader.Part(keyspec.Spec{Source: keyspec.Const, Name: s})} }
+func Const(s string) Part { return Part{guard.Const[*http.Request](s)} }
 
-// PathValue is a path wildcard of the matched pattern: PathValue("id") for
-// "POST /orders/{id}/pay" (http.ServeMux, or chi, which also sets
-// r.Pattern and the path values). The value is the id decoded exactly once
-// whatever the router did (ServeMux decodes, chi does not): it is read from
-// the request's escaped path at the wildcard's place in r.Pattern. A pattern
-// without the wildcard, or a request no router matched yet (the middleware
-// wrapped a whole mux), is the server's mistake: 500.
-func PathValue(name string) Part {
-	return Part{reader.Part(keyspec.Spec{Source: keyspec.Param, Name: name})}
-}
+// Param is a path wildcard of the matched pattern, what r.PathValue(name)
+// reads: Param("id") for "POST /orders/{id}/pay" (http.ServeMux, or chi,
+// which also sets r.Pattern and the path values). The value is the id
+// decoded exactly once whatever the router did (ServeMux decodes, chi does
+// not): it is read from the request's escaped path at the wildcard's place
+// in r.Pattern. A pattern without the wildcard, or a request no router
+// matched yet (the middleware wrapped a whole mux), is the server's
+// mistake: 500. The name is every lockkit adapter's for a path parameter
+// (ginlock.Param, echo's "param:id").
+func Param(name string) Part { return Part{guard.Param[*http.Request](reader{}, name)} }
 
 // Header is a request header's first value: Header("X-Tenant").
-func Header(name string) Part {
-	return Part{reader.Part(keyspec.Spec{Source: keyspec.Header, Name: name})}
-}
+func Header(name string) Part { return Part{guard.Header[*http.Request](reader{}, name)} }
 
 // Query is a query parameter's first value: Query("account").
-func Query(name string) Part {
-	return Part{reader.Part(keyspec.Spec{Source: keyspec.Query, Name: name})}
-}
+func Query(name string) Part { return Part{guard.Query[*http.Request](reader{}, name)} }
 
 // Cookie is a cookie's value, percent-decoded once ('+' is a space), the
 // same on every lockkit adapter: Cookie("session"). A value that does not
 // decode answers 400.
-func Cookie(name string) Part {
-	return Part{reader.Part(keyspec.Spec{Source: keyspec.Cookie, Name: name})}
-}
+func Cookie(name string) Part { return Part{guard.Cookie[*http.Request](reader{}, name)} }
 
 // Func is a part computed by f (from the body, the authenticated user, ...).
 // Its value is one part, escaped like the others. An error or "" answers 400.
 func Func(f func(*http.Request) (string, error)) Part {
-	return Part{keypart.Part[*http.Request]{Source: "func", Name: "Func", Get: f}}
+	return Part{guard.Func("Func", f)}
 }
 
-// pathValue finds wildcard name in r.Pattern and returns the request's
-// escaped path at the same place, for keyspec.PathValue to decode once. It
-// runs on every request with a PathValue part, so it walks the two paths in
-// place and allocates nothing.
-func pathValue(r *http.Request, name string) (string, bool, bool) {
-	pattern := r.Pattern
+// route is the path of pattern (without its method and host) and the
+// names of its wildcards, in order: what KeyFromRoute keys by. An empty
+// pattern (a request no router matched yet) has no route.
+func route(pattern string) (string, []string) {
 	if pattern == "" {
-		return "", false, false // not routed (yet): a whole mux is wrapped
+		return "", nil
 	}
+	path := patternPath(pattern)
+	var names []string
+	for rest := path; ; {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			break
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			break
+		}
+		name := rest[i+1 : i+j]
+		name, _ = strings.CutSuffix(name, "...")
+		if k := strings.IndexByte(name, ':'); k >= 0 {
+			name = name[:k]
+		}
+		if name != "" {
+			names = append(names, name)
+		}
+		rest = rest[i+j+1:]
+	}
+	if strings.HasSuffix(path, "/*") { // chi's catch-all
+		names = append(names, "*")
+	}
+	return path, names
+}
+
+// patternPath is pattern without its method ("POST ") and host.
+func patternPath(pattern string) string {
 	if i := strings.IndexByte(pattern, ' '); i >= 0 { // "POST /orders/{id}"
 		pattern = strings.TrimLeft(pattern[i+1:], " ")
 	}
 	if i := strings.IndexByte(pattern, '/'); i > 0 { // "example.com/orders/{id}"
 		pattern = pattern[i:]
 	}
+	return pattern
+}
+
+// pathValue finds wildcard name in r.Pattern and returns the request's
+// escaped path at the same place, for guard.ParamValue to decode once. It
+// runs on every request with a Param part, so it walks the two paths in
+// place and allocates nothing.
+func pathValue(r *http.Request, name string) (string, bool, bool) {
+	pattern := r.Pattern
+	if pattern == "" {
+		return "", false, false // not routed (yet): a whole mux is wrapped
+	}
+	pattern = patternPath(pattern)
 	var seg string
 	for i, more := 0, true; more; i++ {
 		seg, pattern, more = strings.Cut(pattern, "/")

@@ -2,6 +2,7 @@ package httplock
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -31,5 +32,27 @@ func TestPathValueFromPattern(t *testing.T) {
 	r.Pattern = "POST /tenants/{tenant}/orders/{id}/pay"
 	if n := testing.AllocsPerRun(100, func() { _, _, _ = pathValue(r, "id") }); n != 0 {
 		t.Errorf("pathValue allocates %v times per call", n)
+	}
+}
+
+// KeyFromRoute keys by the pattern's path and its wildcards, whatever the
+// pattern's method, host or wildcard syntax.
+func TestRoute(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, path string
+		names         []string
+	}{
+		{"POST /orders/{id}/pay", "/orders/{id}/pay", []string{"id"}},
+		{"example.com/orders/{id}/lines/{line}", "/orders/{id}/lines/{line}", []string{"id", "line"}},
+		{"/orders/{id:[0-9]+}-{v}", "/orders/{id:[0-9]+}-{v}", []string{"id", "v"}},
+		{"GET /files/{rest...}", "/files/{rest...}", []string{"rest"}},
+		{"/static/*", "/static/*", []string{"*"}},
+		{"/jobs/nightly", "/jobs/nightly", nil},
+		{"", "", nil},
+	} {
+		path, names := route(tc.pattern)
+		if path != tc.path || strings.Join(names, ",") != strings.Join(tc.names, ",") {
+			t.Errorf("route(%q) = %q %q, want %q %q", tc.pattern, path, names, tc.path, tc.names)
+		}
 	}
 }

@@ -1,12 +1,12 @@
 package httplock
 
 import (
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/keypart"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Option configures the middleware.
@@ -19,19 +19,17 @@ type Option func(*config)
 type Responder func(w http.ResponseWriter, r *http.Request, err error)
 
 type config struct {
-	adapt      adapt.Config
-	keys       []adapt.KeyFunc[*http.Request] // one per Key option
-	keyOpts    int
-	name       func(*http.Request) string
-	skipper    func(*http.Request) bool
-	retryAfter func(error) time.Duration
-	tokenHdr   string
-	respond    map[core.Outcome]Responder
-	onRelease  func(*http.Request, error)
+	guard     guard.Config[*http.Request]
+	logger    *slog.Logger
+	name      func(*http.Request) string
+	skipper   func(*http.Request) bool
+	tokenHdr  string
+	respond   guard.Responders[exchange]
+	onRelease func(*http.Request, error)
 }
 
 // Key builds the lock key from parts, their values joined by core.JoinKey:
-// Key(Const("order"), PathValue("id")) is "order:42" for /orders/42, the key
+// Key(Const("order"), Param("id")) is "order:42" for /orders/42, the key
 // every lockkit adapter builds from the same parts. Every part is
 // required: a missing or empty one answers 400 and the handler does not run.
 //
@@ -40,61 +38,75 @@ type config struct {
 // naming the same keys in opposite orders never deadlock).
 func Key(parts ...Part) Option {
 	return func(c *config) {
-		c.keyOpts++
-		if len(parts) == 0 {
-			return
-		}
-		ps := make([]keypart.Part[*http.Request], len(parts))
+		ps := make([]guard.Part[*http.Request], len(parts))
 		for i, p := range parts {
 			ps[i] = p.p
 		}
-		c.keys = append(c.keys, func(r *http.Request) (string, error) { return keypart.Build(r, ps) })
+		c.guard.Keys = append(c.guard.Keys, guard.Join(ps...))
 	}
+}
+
+// KeyFromRoute locks the matched pattern's path (without its method and
+// host) plus every path wildcard's value: identical requests run one at a
+// time ("/orders/{id}/pay" for id 42), different patterns or wildcards do
+// not wait for each other. It is an explicit choice; there is no implicit
+// key. Key and KeyFromRoute are alternatives.
+func KeyFromRoute() Option {
+	return func(c *config) { c.guard.Keys = append(c.guard.Keys, guard.RouteKey[*http.Request](reader{})) }
 }
 
 // Limit admits at most n requests of one key at once (a semaphore of n per
 // key, across every replica) instead of one; past the wait budget (or at
 // once with NoWait) a request is answered 429 with Retry-After.
-func Limit(n int) Option { return func(c *config) { c.adapt.Limit = n } }
+func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
 // ReadWrite takes a read/write lock on the key: GET and HEAD take the
 // read side (many at once), every other method the write side (alone).
-func ReadWrite() Option { return func(c *config) { c.adapt.RW = adapt.RWByMethod } }
+func ReadWrite() Option { return func(c *config) { c.guard.SideByMethod = true } }
 
 // ReadSide takes the read side for every request, whatever its method.
-func ReadSide() Option { return func(c *config) { c.adapt.RW = adapt.RWRead } }
+func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.ReadSide } }
 
 // WriteSide takes the write side for every request.
-func WriteSide() Option { return func(c *config) { c.adapt.RW = adapt.RWWrite } }
+func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
 
-// OnLimited replaces the 429 answer (Limit: every permit held).
-func OnLimited(f Responder) Option { return on(f, core.OutcomeLimited) }
+// OnLimited replaces the 429 answer (Limit: every permit held past the
+// wait budget, or NoWait).
+func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 
 // Wait sets how long a request waits for a held lock before 409 (0 or
-// unset: 10s; negative: New panics). The request's own context still
-// bounds it. Wait and NoWait are alternatives: giving both panics.
-func Wait(d time.Duration) Option { return func(c *config) { c.adapt.Wait = d } }
+// unset: core.DefaultWait, 10s, as in core; negative: New panics). The
+// request's own context still bounds it. Wait and NoWait are alternatives:
+// giving both panics.
+func Wait(d time.Duration) Option { return func(c *config) { c.guard.Request.Wait = d } }
 
 // NoWait answers 409 at once when the lock is held.
-func NoWait() Option { return func(c *config) { c.adapt.NoWait = true } }
+func NoWait() Option { return func(c *config) { c.guard.Request.NoWait = true } }
 
 // TTL sets the lease TTL (0: the Client's; below core.MinTTL New panics).
-func TTL(d time.Duration) Option { return func(c *config) { c.adapt.TTL = d } }
+func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL = d } }
 
 // FailOpen runs the handler without the lock when Redis is unavailable
 // (the Observer's Unlocked is told); the default is fail-closed (503).
-func FailOpen() Option { return func(c *config) { c.adapt.FailOpen = true } }
+func FailOpen() Option { return func(c *config) { c.guard.Request.FailOpen = true } }
 
 // ReleaseTimeout bounds the release after the handler returned (0: the
 // Client's, core.WithReleaseTimeout, 3s by default).
-func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.adapt.ReleaseTimeout = d } }
+func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.ReleaseTimeout = d } }
+
+// MaxHold bounds how long a request holds its lock (core.MaxHold): d after
+// the lock was taken, the handler's context ends with cause core.ErrMaxHold
+// and the lock is no longer renewed; it is released when the handler
+// returns (OnReleaseError is told, err matching core.ErrMaxHold), or expires
+// within one TTL if the handler never returns. Default 0: no bound.
+func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
 
 // AcquireOptions passes further core options to every acquire
 // (core.Reentrant(), core.MaxWaiters(n), core.NoRenew()). core.Wait,
 // core.NoWait, core.TTL and core.Name make New panic: this package's own
 // options own them.
 func AcquireOptions(opts ...core.AcquireOption) Option {
-	return func(c *config) { c.adapt.Options = append(c.adapt.Options, opts...) }
+	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
 }
 
 // Name sets the lock's telemetry name from the request (default: r.Pattern,
@@ -102,45 +114,61 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 // of the key, so it must be low-cardinality: a route template, not a path.
 func Name(f func(*http.Request) string) Option { return func(c *config) { c.name = f } }
 
+// Logger sets the logger that is told, once per pattern, of a pattern the
+// middleware cannot lock because of the server's configuration (a Param
+// the pattern does not have, a whole mux wrapped...): every request of it
+// is answered 500. It also hears of release errors without
+// OnReleaseError. Default: slog.Default().
+func Logger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
 // Skipper skips the middleware for requests where f returns true.
 func Skipper(f func(*http.Request) bool) Option { return func(c *config) { c.skipper = f } }
 
 // RetryAfter sets the Retry-After of 409 and 503 answers from the error
 // (default 1s; rounded up to whole seconds).
-func RetryAfter(f func(error) time.Duration) Option { return func(c *config) { c.retryAfter = f } }
+func RetryAfter(f func(error) time.Duration) Option {
+	return func(c *config) { c.guard.RetryAfter = f }
+}
 
 // TokenHeader sets the response header that carries the lease's fencing
 // token (e.g. "Lock-Token"); off by default.
 func TokenHeader(name string) Option { return func(c *config) { c.tokenHdr = name } }
 
-// OnContended replaces the 409 answer (lock held past the wait budget, or NoWait).
-func OnContended(f Responder) Option { return on(f, core.OutcomeContended, core.OutcomeTimeout) }
+// OnContended replaces the 409 answer (lock held past the wait budget, or
+// NoWait).
+func OnContended(f Responder) Option { return on(f, guard.Contended) }
 
-// OnUnavailable replaces the 503 answers: Redis unavailable (fail-closed)
-// and the request's deadline passing while it waited.
-func OnUnavailable(f Responder) Option { return on(f, core.OutcomeUnavailable, core.OutcomeDeadline) }
+// OnUnavailable replaces the 503 answers: Redis unavailable (fail-closed),
+// the request's deadline passing while it waited, the Client closed.
+func OnUnavailable(f Responder) Option { return on(f, guard.Unavailable) }
 
 // OnBadKey replaces the 400 answer (a key part missing from the request).
-func OnBadKey(f Responder) Option { return on(f, core.OutcomeBadKey) }
+func OnBadKey(f Responder) Option { return on(f, guard.BadKey) }
 
-// OnError replaces the 500 answer (the server is misconfigured).
-func OnError(f Responder) Option { return on(f, core.OutcomeMisconfigured) }
+// OnMisconfigured replaces the 500 answer (the server is misconfigured: a
+// Param the pattern does not have, a nested lock of the same key).
+func OnMisconfigured(f Responder) Option { return on(f, guard.Misconfigured) }
 
 // OnClientGone replaces what happens when the client went away while
 // waiting (by default nothing is written).
-func OnClientGone(f Responder) Option { return on(f, core.OutcomeCanceled) }
+func OnClientGone(f Responder) Option { return on(f, guard.ClientGone) }
 
 // OnReleaseError is told, after the handler returned, when the lease was
-// lost while the handler ran (err matches core.ErrLost) or the release
-// failed. Default: slog's default logger, at level Error.
+// lost while the handler ran (err matches core.ErrLost) or held for its
+// MaxHold (core.ErrMaxHold), or the release failed. Default: Logger's
+// logger, at level Error.
 func OnReleaseError(f func(r *http.Request, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
 
-func on(f Responder, outcomes ...core.Outcome) Option {
+func on(f Responder, r guard.Refusal) Option {
 	return func(c *config) {
-		for _, o := range outcomes {
-			c.respond[o] = f
-		}
+		c.respond.On(func(x exchange, h *guard.Hold) error { f(x.w, x.r, h.Err); return nil }, r)
 	}
+}
+
+// exchange is a request and its response writer, as a Responder takes them.
+type exchange struct {
+	w http.ResponseWriter
+	r *http.Request
 }

@@ -7,12 +7,11 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/testing/conformance"
 )
 
 // The options every adapter shares are accepted or refused as in every
-// other adapter (adapt.OptionCases).
+// other adapter (conformance.OptionCases).
 func TestSharedOptionCases(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -21,18 +20,18 @@ func TestSharedOptionCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	adapttest.RunOptionCases(t, "httplock: New: ", func(tc adapt.OptionCase) error {
-		opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL),
+	conformance.RunOptionCases(t, "httplock: New: ", func(tc conformance.OptionCase) error {
+		opts := []httplock.Option{httplock.Key(httplock.Const("k")), httplock.Wait(tc.Wait), httplock.TTL(tc.TTL), httplock.MaxHold(tc.MaxHold),
 			httplock.ReleaseTimeout(tc.ReleaseTimeout), httplock.AcquireOptions(tc.AcquireOptions...)}
 		if tc.NoWait {
 			opts = append(opts, httplock.NoWait())
 		}
-		opts = append(opts, adapttest.KindOptions(tc, httplock.Limit, httplock.ReadSide, httplock.WriteSide, func() httplock.Option { return httplock.Key(httplock.Const("k2")) })...)
+		opts = append(opts, conformance.KindOptions(tc, httplock.Limit, httplock.ReadSide, httplock.WriteSide, func() httplock.Option { return httplock.Key(httplock.Const("k2")) })...)
 		client := c
 		if tc.NoClient {
 			client = nil
 		}
-		return adapttest.Panic(func() { httplock.New(client, opts...) })
+		return conformance.Panic(func() { httplock.New(client, opts...) })
 	})
 }
 

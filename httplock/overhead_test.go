@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lockkit/lockkit/httplock"
-	"github.com/lockkit/lockkit/internal/adapt/adapttest"
+	"github.com/lockkit/lockkit/internal/adapttest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -18,7 +18,7 @@ func BenchmarkOverhead(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	plain, locked := http.NewServeMux(), http.NewServeMux()
 	plain.Handle("POST /orders/{id}/pay", h)
-	locked.Handle("POST /orders/{id}/pay", httplock.New(c, httplock.Key(httplock.Const("order"), httplock.PathValue("id")))(h))
+	locked.Handle("POST /orders/{id}/pay", httplock.New(c, httplock.Key(httplock.Const("order"), httplock.Param("id")))(h))
 	req := httptest.NewRequest(http.MethodPost, "/orders/42/pay", nil)
 	serve := func(r http.Handler) func() {
 		return func() {

@@ -114,8 +114,8 @@ func Start(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.ttl < core.MinTTL {
-		return nil, fmt.Errorf("%w: locktest TTL %v is below %v", core.ErrInvalidOption, cfg.ttl, core.MinTTL)
+	if err := core.CheckTTL(cfg.ttl); err != nil {
+		return nil, fmt.Errorf("locktest: %w", err)
 	}
 	mr := miniredis.NewMiniRedis()
 	if err := mr.StartAddr("127.0.0.1:0"); err != nil {

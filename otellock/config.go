@@ -21,7 +21,7 @@ func newConfig(opts []Option) config {
 	c := config{keyMode: KeyHashed, holdSpan: true}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&c)
+			o(&c)
 		}
 	}
 	if c.tracerProvider == nil {
@@ -37,13 +37,7 @@ func newConfig(opts []Option) config {
 }
 
 // Option configures the observer returned by New.
-type Option interface {
-	apply(*config)
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
+type Option func(*config)
 
 // WithTracerProvider sets the TracerProvider the spans come from (default:
 // the global one, otel.GetTracerProvider(), taken when New runs).
@@ -52,13 +46,13 @@ func (f optionFunc) apply(c *config) { f(c) }
 // SimpleSpanProcessor exports inside span.End, that is inside the lock
 // engine's calls, and a slow exporter would then slow acquire and renewal.
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return optionFunc(func(c *config) { c.tracerProvider = tp })
+	return func(c *config) { c.tracerProvider = tp }
 }
 
 // WithMeterProvider sets the MeterProvider the instruments come from
 // (default: the global one, otel.GetMeterProvider(), taken when New runs).
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return optionFunc(func(c *config) { c.meterProvider = mp })
+	return func(c *config) { c.meterProvider = mp }
 }
 
 // WithPropagators sets the propagator that writes the holder's span context
@@ -68,7 +62,7 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // service sets one — the span context is written as W3C Trace Context
 // anyway, so holder links need no propagator to be configured.
 func WithPropagators(p propagation.TextMapPropagator) Option {
-	return optionFunc(func(c *config) { c.propagators = p })
+	return func(c *config) { c.propagators = p }
 }
 
 // KeyMode says how the concrete lock key appears on spans, as attribute
@@ -103,12 +97,12 @@ func (m KeyMode) String() string {
 // WithKeyAttribute sets how the lock key is recorded on spans (default
 // KeyHashed). An unknown mode records no key.
 func WithKeyAttribute(mode KeyMode) Option {
-	return optionFunc(func(c *config) { c.keyMode = mode })
+	return func(c *config) { c.keyMode = mode }
 }
 
 // WithHoldSpan turns the lock.hold span on or off (default on). Off, the
 // lease's context carries the span of the acquire context (the request's),
 // and hold metrics are still recorded.
 func WithHoldSpan(on bool) Option {
-	return optionFunc(func(c *config) { c.holdSpan = on })
+	return func(c *config) { c.holdSpan = on }
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/internal/corehook"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/otellock"
@@ -49,7 +48,7 @@ func TestLocalQueueWaitersLinkToHolder(t *testing.T) {
 		}()
 	}
 	recv(t, tp.contended, 10*time.Second, "the head's refused attempt")
-	testkit.WaitFor(t, 10*time.Second, "every request queued", func() bool { return corehook.Tables(waiterC)["waiters"] == n })
+	testkit.WaitFor(t, 10*time.Second, "every request queued", func() bool { return testkit.Tables(waiterC)["waiters"] == n })
 	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

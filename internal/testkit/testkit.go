@@ -6,6 +6,8 @@ package testkit
 import (
 	"context"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -93,4 +95,49 @@ func (f EachCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// Tables is c.Stats() by table name, for tests that compare every table
+// of a Client with a baseline after a flood.
+func Tables(c *core.Client) map[string]int {
+	s := c.Stats()
+	return map[string]int{
+		"queues": s.Queues, "waiters": s.Waiters,
+		"subscriptions": s.Subscriptions, "leases": s.Leases, "renewals": s.Renewals,
+	}
+}
+
+// Logs is an io.Writer that keeps what a logger writes, one entry a line,
+// for tests that count what was logged (slog.New(slog.NewTextHandler(logs,
+// nil)), echo's Logger.SetOutput, grpclog.NewLoggerV2). Safe for
+// concurrent use.
+type Logs struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.lines = append(l.lines, line)
+	}
+	return len(p), nil
+}
+
+// Count is how many lines logged so far contain every one of subs.
+func (l *Logs) Count(subs ...string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, line := range l.lines {
+		all := true
+		for _, s := range subs {
+			all = all && strings.Contains(line, s)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
 }

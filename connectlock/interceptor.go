@@ -1,0 +1,150 @@
+package connectlock
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
+)
+
+// UnaryInterceptor returns an interceptor that runs each unary call of a
+// handler holding the lock on its key: by default the request message's
+// LockKey(), or what Key / KeyFromRoute say. The procedure is the lock's
+// name (telemetry), never part of the key. Add it to a handler with
+// connect.WithInterceptors; it lets streams and clients through untouched.
+//
+// The handler gets a context carrying the lease (core.LeaseFromContext),
+// cancelled when the call ends or the lease ends (context.Cause
+// core.ErrLost, core.ErrMaxHold). The lock is released, on a context
+// detached from the call, when the handler returns or panics.
+//
+// It panics on a nil client or a bad option value.
+func UnaryInterceptor(client *core.Client, opts ...Option) connect.Interceptor {
+	return unary{newConfig(client, opts, false)}
+}
+
+// StreamInterceptor returns an interceptor that holds a lock for the whole
+// life of each stream of a handler: from before the handler runs (the key
+// from headers, Const, Func or KeyFromRoute) or from the handler's first
+// Receive (FromFirstMessage) until the handler returns. It lets unary calls
+// and clients through untouched.
+//
+// It panics on a nil client, a bad option value, or no key source: a stream
+// has no message before its handler runs, so there is no default.
+func StreamInterceptor(client *core.Client, opts ...Option) connect.Interceptor {
+	return stream{newConfig(client, opts, true)}
+}
+
+type unary struct{ c *config }
+
+func (i unary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	c := i.c
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		proc := req.Spec().Procedure
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, Procedure: proc, Header: req.Header(), Msg: req.Any()}, rpckey.Name(proc), "")
+		if !h.OK() {
+			return nil, c.reject(ctx, c.policy.Reject(h, proc))
+		}
+		defer c.rpc.Release(ctx, proc, h)
+		res, err := next(h.Ctx, req)
+		if err = c.result(ctx, proc, h, err); err != nil {
+			return nil, err
+		}
+		return res, nil
+	}
+}
+
+func (unary) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (unary) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+type stream struct{ c *config }
+
+func (stream) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (stream) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i stream) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	c := i.c
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		if c.rpc.FirstMessage {
+			return c.serveFirstMessage(ctx, conn, next)
+		}
+		proc := conn.Spec().Procedure
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, Procedure: proc, Header: conn.RequestHeader()}, rpckey.Name(proc), "")
+		if !h.OK() {
+			return c.reject(ctx, c.policy.Reject(h, proc))
+		}
+		defer c.rpc.Release(ctx, proc, h)
+		return c.result(ctx, proc, h, next(h.Ctx, &boundConn{StreamingHandlerConn: conn, c: c, ctx: ctx, hold: h}))
+	}
+}
+
+// boundConn tells the hold when the handler waits for a message (MaxHold
+// frees an idle stream's lock).
+type boundConn struct {
+	connect.StreamingHandlerConn
+	c    *config
+	ctx  context.Context // the stream's
+	hold *guard.Hold
+}
+
+// Receive receives m while the hold knows the handler idle. Past the
+// hold's MaxHold it returns the call's answer, CodeAborted with a retry
+// hint, as to a handler that failed for it.
+func (s *boundConn) Receive(m any) error {
+	err := s.hold.Receive(func() error { return s.StreamingHandlerConn.Receive(m) })
+	if errors.Is(err, core.ErrMaxHold) {
+		return s.c.ended(s.ctx, s.Spec().Procedure, s.hold, err)
+	}
+	return err
+}
+
+// firstMsgConn is a stream keyed by its first message: guard.FirstMessage
+// on connect's StreamingHandlerConn.
+type firstMsgConn struct {
+	connect.StreamingHandlerConn
+	c    *config
+	ctx  context.Context // the stream's
+	lock *guard.FirstMessage[*Call]
+}
+
+func (c *config) serveFirstMessage(ctx context.Context, conn connect.StreamingHandlerConn, next connect.StreamingHandlerFunc) (err error) {
+	proc := conn.Spec().Procedure
+	s := &firstMsgConn{StreamingHandlerConn: conn, c: c, ctx: ctx}
+	s.lock = c.policy.FirstMessage(ctx, rpckey.Name(proc), func(m any) *Call { return &Call{Ctx: ctx, Procedure: proc, Header: conn.RequestHeader(), Msg: m} },
+		func(h *guard.Hold) error { return c.reject(ctx, c.policy.Reject(h, proc)) })
+	defer func() { // also when the handler panics: the lock is released
+		err = s.lock.Finish(err, func(h *guard.Hold, err error) error { return c.result(ctx, proc, h, err) },
+			func(h *guard.Hold) { c.rpc.Release(ctx, proc, h) })
+	}()
+	return next(s.lock.Context(), s)
+}
+
+func (s *firstMsgConn) Receive(m any) error {
+	err := s.lock.Receive(m, s.StreamingHandlerConn.Receive)
+	if errors.Is(err, core.ErrMaxHold) {
+		return s.c.ended(s.ctx, s.Spec().Procedure, s.lock.Hold(), err)
+	}
+	return err
+}
+
+func (s *firstMsgConn) Send(m any) error {
+	if err := s.lock.Refused(); err != nil {
+		return err
+	}
+	return s.StreamingHandlerConn.Send(m)
+}

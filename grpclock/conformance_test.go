@@ -1,0 +1,11 @@
+package grpclock_test
+
+import (
+	"testing"
+
+	"github.com/lockkit/lockkit/internal/builders"
+	"github.com/lockkit/lockkit/testing/conformance"
+)
+
+// The behaviour every RPC adapter shares, on grpc-go.
+func TestConformance(t *testing.T) { conformance.RunRPC(t, builders.GRPC) }

@@ -1,0 +1,177 @@
+package guard
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// Header names and values of the HTTP answers.
+const (
+	// ProblemContentType is RFC 9457's media type for error bodies.
+	ProblemContentType = "application/problem+json"
+	// HeaderRetryAfter carries the retry hint of 409, 429 and 503 answers.
+	HeaderRetryAfter = "Retry-After"
+	// StatusClientClosedRequest is recorded (never sent to anyone listening)
+	// when the client went away while its request waited for the lock:
+	// nginx's 499, so access logs tell it from a success.
+	StatusClientClosedRequest = 499
+)
+
+// DefaultRetryAfter is the retry hint of a refused request or call when the
+// adapter's RetryAfter option gives none. The holder's remaining TTL is no
+// guide: renewal keeps it near the full TTL.
+const DefaultRetryAfter = time.Second
+
+// Status is the HTTP status of outcome o; 0 for the outcomes that let the
+// handler run (OutcomeAcquired, OutcomeUnlocked).
+//
+//	outcome                              status  Retry-After  body
+//	OutcomeContended, OutcomeTimeout     409     yes          problem
+//	OutcomeLost                          409     yes          problem
+//	OutcomeLimited                       429     yes          problem (every permit of the key held)
+//	OutcomeUnavailable                   503     yes          problem
+//	OutcomeDeadline                      503     yes          problem
+//	OutcomeClosed                        503     yes          problem (the Client was closed)
+//	OutcomeBadKey                        400     no           problem, naming the missing part
+//	OutcomeMisconfigured                 500     no           problem
+//	OutcomeCanceled                      499     no           none: the client went away (recorded for access logs)
+func Status(o core.Outcome) int {
+	switch o {
+	case core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLost:
+		return http.StatusConflict
+	case core.OutcomeLimited:
+		return http.StatusTooManyRequests
+	case core.OutcomeUnavailable, core.OutcomeDeadline, core.OutcomeClosed:
+		return http.StatusServiceUnavailable
+	case core.OutcomeBadKey:
+		return http.StatusBadRequest
+	case core.OutcomeMisconfigured:
+		return http.StatusInternalServerError
+	case core.OutcomeCanceled:
+		return StatusClientClosedRequest
+	case core.OutcomeAcquired, core.OutcomeUnlocked:
+		return 0
+	}
+	return http.StatusInternalServerError
+}
+
+// Problem is an RFC 9457 problem document.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// JSON encodes p.
+func (p Problem) JSON() []byte {
+	b, _ := json.Marshal(p)
+	return b
+}
+
+// ProblemFor is the problem document of outcome o with error err. The
+// detail says what failed, never who holds the lock: its owner and metadata
+// may be another tenant's.
+func ProblemFor(o core.Outcome, err error) Problem {
+	status := Status(o)
+	if status == 0 || status == StatusClientClosedRequest {
+		status = http.StatusInternalServerError
+	}
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status}
+	switch o {
+	case core.OutcomeContended, core.OutcomeTimeout:
+		p.Detail = "the resource is locked by another request; retry later"
+	case core.OutcomeLimited:
+		p.Detail = "too many requests for the resource at once; retry later"
+	case core.OutcomeLost:
+		p.Detail = "the lock on the resource was lost while the request ran; retry later"
+	case core.OutcomeUnavailable:
+		p.Detail = "the lock service is unavailable"
+	case core.OutcomeDeadline:
+		p.Detail = "the request's deadline passed while waiting for the lock"
+	case core.OutcomeClosed:
+		p.Detail = "the service is shutting down"
+	case core.OutcomeBadKey:
+		if err != nil {
+			p.Detail = err.Error()
+		}
+	default:
+		p.Detail = "the lock middleware is misconfigured"
+	}
+	return p
+}
+
+// Answer is what an HTTP adapter answers when a request cannot run.
+type Answer struct {
+	Status int
+	// RetryAfter is the Retry-After value in whole seconds ("" for none):
+	// set where retrying later can work (409, 429, 503).
+	RetryAfter string
+	// Problem is the body; nil when nothing is to be written (the client
+	// went away).
+	Problem *Problem
+}
+
+// AnswerFor is the answer to outcome o with error err and retry hint
+// after (rounded up to whole seconds, at least 1).
+func AnswerFor(o core.Outcome, err error, after time.Duration) Answer {
+	a := Answer{Status: Status(o)}
+	if o == core.OutcomeCanceled {
+		return a
+	}
+	p := ProblemFor(o, err)
+	a.Status, a.Problem = p.Status, &p
+	switch a.Status {
+	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		a.RetryAfter = strconv.Itoa(RetryAfterSeconds(after))
+	}
+	return a
+}
+
+// RetryAfterSeconds rounds a retry hint up to the header's whole seconds,
+// at least 1.
+func RetryAfterSeconds(d time.Duration) int {
+	if d < time.Second {
+		return 1
+	}
+	return int((d + time.Second - 1) / time.Second)
+}
+
+// SetRetryAfter sets the answer's Retry-After on h, if it has one: all a
+// custom answer (an adapter's On* responder) gets from the default.
+func (a Answer) SetRetryAfter(h http.Header) {
+	if a.RetryAfter != "" {
+		h.Set(HeaderRetryAfter, a.RetryAfter)
+	}
+}
+
+// SetHeaders sets every header of the answer on h, the same on every
+// adapter: Retry-After where it applies and, when it has a body,
+// Content-Type application/problem+json with X-Content-Type-Options
+// nosniff (a browser must not read the error as something else). An
+// adapter whose framework writes the body itself (echo's error handler)
+// sets them before handing the answer over.
+func (a Answer) SetHeaders(h http.Header) {
+	a.SetRetryAfter(h)
+	if a.Problem != nil {
+		h.Set("Content-Type", ProblemContentType)
+		h.Set("X-Content-Type-Options", "nosniff")
+	}
+}
+
+// Write writes the answer to w: its headers, its status, the problem. An
+// answer without a body (the client went away) writes nothing: there is
+// nobody to read it.
+func (a Answer) Write(w http.ResponseWriter) {
+	if a.Problem == nil {
+		return
+	}
+	a.SetHeaders(w.Header())
+	w.WriteHeader(a.Status)
+	_, _ = w.Write(a.Problem.JSON())
+}

@@ -1,0 +1,44 @@
+// Package guard is the seam between lockkit's engine (core) and the
+// adapters that put a lock in front of request handlers: everything of the
+// contract that depends on no framework, written once, for lockkit's own
+// adapters (ginlock, echolock, echo5lock, httplock, grpclock, connectlock)
+// and for one written outside this repository (fiber, hertz, ...). An
+// adapter only maps its framework's request and answer types onto it;
+// testing/conformance then checks that it behaves as lockkit's do.
+//
+// The name says what it holds: what guards a handler. A Config (the
+// adapter's options as values: the keys, the core.Request every acquire
+// makes, the release timeout, the retry hint) is checked once by New (one
+// validation for every adapter, whose TTL rule is core.New's too) into a
+// Policy; per request, Policy.Acquire builds the keys and takes the lock,
+// and the Hold it returns carries the handler's context, the outcome and
+// the release, with a context detached from the request and bounded:
+//
+//	p, err := guard.New(guard.Config[*fiber.Ctx]{Client: client, Keys: keys, Request: core.Request{Wait: 5 * time.Second}})
+//	...
+//	h := p.Acquire(ctx, c, route, method)
+//	if !h.OK() {
+//		p.Answer(h).Write(w) // RFC 9457 problem+json, identical on every HTTP adapter
+//		return
+//	}
+//	defer h.Release()
+//	next(h.Ctx)
+//
+// Key parts: Const and Func for any request type; Param, Header, Query and
+// Cookie read an HTTP request through the adapter's HTTPReader, each with
+// one decoding rule (ParamValue: decoded exactly once; CookieValue:
+// percent-decoded once, '+' a space); NewPart adds a protocol's own
+// source. Join joins parts with core.JoinKey, Verbatim takes a whole key,
+// RouteKey keys by the matched route.
+//
+// Answers: AnswerFor and Status map an outcome (core.Outcome) to an HTTP
+// status, a Retry-After and a problem document, with the same headers on
+// every adapter (Answer.SetHeaders); RPCCode maps it to an RPC code
+// numbered as gRPC and connect number theirs, and Rejection carries the
+// message and the retry hint. Preflight is the one rule of which requests
+// pass unlocked (a CORS preflight), SafeMethod which take the read side.
+//
+// A fail-open run (core.Request.FailOpen) is reported to the Client's
+// Observer by core itself when it runs unlocked, so no adapter can forget
+// it or report it for the wrong outcome.
+package guard

@@ -1,0 +1,301 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// Hold is one request's hold on its lock: the outcome of its acquire and,
+// when the handler may run, the handler's context and what to release.
+type Hold struct {
+	// Lease is nil when the handler runs unlocked (fail-open) or may not
+	// run; with several keys it is the last of them (Multi has them all).
+	Lease *core.Lease
+	// Multi holds several keys, taken together.
+	Multi *core.MultiLease
+	// Ctx is the handler's context: the request's values plus the lease
+	// (and the Observer's hold span), cancelled when the request ends or the
+	// lease ends (context.Cause core.ErrLost). The request's own context
+	// when the handler runs unlocked.
+	Ctx context.Context
+	// Outcome is core.OutcomeAcquired or OutcomeUnlocked when the handler
+	// may run; otherwise the outcome to answer with, and Err the cause.
+	Outcome core.Outcome
+	Err     error
+	// Key is the lock key, several joined with ", "; "" when it could not
+	// be built.
+	Key string
+
+	reqCtx  context.Context
+	stop    context.CancelFunc
+	timeout time.Duration
+	maxHold time.Duration
+
+	once   sync.Once // the release: at the handler's return, or while it is idle
+	relErr error     // what Release reports
+
+	mu        sync.Mutex
+	receiving bool        // the handler waits in a receive (BeginReceive)
+	idleStop  func() bool // stops the watch of an idle handler's MaxHold
+}
+
+// OK reports whether the handler may run.
+func (h *Hold) OK() bool {
+	return h.Outcome == core.OutcomeAcquired || h.Outcome == core.OutcomeUnlocked
+}
+
+// Acquire builds r's keys and acquires them on ctx (the request's context):
+// one key with core.Client.AcquireRequest, several together with
+// AcquireAllRequest. name is the telemetry name (the route template, the
+// RPC method), never part of the key; method is the HTTP method, which
+// SideByMethod reads ("" for an RPC). A key that cannot be built gives a
+// hold that is not OK, with the outcome core.Classify gives its error
+// (OutcomeBadKey, OutcomeMisconfigured); a misconfiguration is told to
+// Config.Misconfigured, once per route.
+func (p *Policy[R]) Acquire(ctx context.Context, r R, name, method string) *Hold {
+	h := p.acquire(ctx, r, name, method)
+	p.misconfigured(r, name, h)
+	return h
+}
+
+func (p *Policy[R]) acquire(ctx context.Context, r R, name, method string) *Hold {
+	h := &Hold{reqCtx: ctx, timeout: p.timeout, maxHold: p.req.MaxHold}
+	req := p.req
+	req.Name = name
+	if p.byMethod {
+		req.Side = core.WriteSide
+		if SafeMethod(method) {
+			req.Side = core.ReadSide
+		}
+	}
+	if len(p.keys) == 1 {
+		key, err := p.keys[0].build(r)
+		h.Key = key
+		if err != nil {
+			return h.refuse(err)
+		}
+		l, err := p.client.AcquireRequest(ctx, key, req)
+		if h.settle(req, err) {
+			h.Lease = l
+			h.Ctx, h.stop = l.Bind(ctx)
+		}
+		return h
+	}
+	keys := make([]string, len(p.keys))
+	for i, k := range p.keys {
+		var err error
+		if keys[i], err = k.build(r); err != nil {
+			h.Key = keys[i]
+			return h.refuse(err)
+		}
+	}
+	h.Key = strings.Join(keys, ", ")
+	m, err := p.client.AcquireAllRequest(ctx, keys, req)
+	if h.settle(req, err) {
+		ls := m.Leases()
+		h.Multi, h.Lease = m, ls[len(ls)-1]
+		h.Ctx, h.stop = m.Bind(ctx)
+	}
+	return h
+}
+
+// refuse records a key that could not be built.
+func (h *Hold) refuse(err error) *Hold {
+	h.Outcome, h.Err = core.Classify(nil, err), err
+	return h
+}
+
+// settle records the acquire's outcome; true: the lock is held (the caller
+// binds the handler's context to it).
+func (h *Hold) settle(req core.Request, err error) bool {
+	h.Outcome, h.Err = core.Classify(h.reqCtx, err), err
+	if req.FailsOpen(h.reqCtx, err) { // the Client told its Observer
+		h.Outcome, h.Ctx = core.OutcomeUnlocked, h.reqCtx
+	}
+	return h.Outcome == core.OutcomeAcquired
+}
+
+// Token is the value of a fencing-token header: the lease's token, or with
+// several keys their tokens in the order of the keys taken (canonical),
+// comma-separated; "" when nothing is held.
+func (h *Hold) Token() string {
+	if h.Multi != nil {
+		ls := h.Multi.Leases()
+		parts := make([]string, len(ls))
+		for i, l := range ls {
+			parts[i] = strconv.FormatInt(l.Token(), 10)
+		}
+		return strings.Join(parts, ",")
+	}
+	if h.Lease == nil {
+		return ""
+	}
+	return strconv.FormatInt(h.Lease.Token(), 10)
+}
+
+// Lost reports whether the hold was lost under the handler (core.ErrLost).
+func (h *Hold) Lost() bool {
+	switch {
+	case h.Multi != nil:
+		return errors.Is(h.Multi.Err(), core.ErrLost)
+	case h.Lease != nil:
+		return errors.Is(h.Lease.Err(), core.ErrLost)
+	}
+	return false
+}
+
+// Overran reports whether the hold ended by its MaxHold: the handler's
+// context ended with cause core.ErrMaxHold.
+func (h *Hold) Overran() bool {
+	ctx := h.leaseCtx()
+	return ctx != nil && errors.Is(context.Cause(ctx), core.ErrMaxHold)
+}
+
+// Ended reports whether the hold ended under the handler: Lost or Overran.
+func (h *Hold) Ended() bool { return h.Lost() || h.Overran() }
+
+// leaseCtx is the context of what h holds; nil when nothing is held.
+func (h *Hold) leaseCtx() context.Context {
+	switch {
+	case h.Multi != nil:
+		return h.Multi.Context()
+	case h.Lease != nil:
+		return h.Lease.Context()
+	}
+	return nil
+}
+
+// Release ends the hold: the handler's context is cancelled and the lock
+// released with a context detached from the request (bounded by
+// ReleaseTimeout, or the Client's release timeout), so a client that hung
+// up or a handler that panicked never strands the lock. Call it in a defer
+// right after an OK Acquire; it is a no-op when nothing is held, and when
+// an idle handler's lock was released at its MaxHold (BeginReceive) it
+// only reports.
+//
+// It returns what the adapter reports through its release-error hook: an
+// error matching core.ErrLost when the lease was lost while the handler
+// ran, or core.ErrMaxHold when it was held for its MaxHold (the handler's
+// work was not protected to its end), otherwise the release error, or nil.
+func (h *Hold) Release() error {
+	if h.Lease == nil {
+		return nil
+	}
+	h.mu.Lock()
+	if h.idleStop != nil {
+		h.idleStop()
+	}
+	h.mu.Unlock()
+	h.once.Do(h.release)
+	return h.relErr
+}
+
+func (h *Hold) release() {
+	h.stop()
+	ctx := context.WithoutCancel(h.reqCtx)
+	if h.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+	}
+	overran := h.Overran() // before the release ends the lease's context
+	var err error
+	if h.Multi != nil {
+		err = h.Multi.Release(ctx)
+	} else {
+		err = h.Lease.Release(ctx)
+	}
+	switch {
+	case h.Lost():
+		err = fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", h.Key, core.ErrLost)
+	case overran:
+		err = fmt.Errorf("lockkit: lock %q held for its maximum hold (%v) while the handler ran: %w", h.Key, h.maxHold, core.ErrMaxHold)
+	}
+	h.relErr = err
+}
+
+// BeginReceive tells h that the handler now waits for the client's next
+// message (a stream's receive), doing nothing under the lock, until
+// EndReceive. If the hold ends by its MaxHold while the handler waits, the
+// lock is released at once, without waiting for the handler to return: the
+// handler is idle and its context has ended, so nobody runs beside it, and
+// a stream that stays silent frees its key at its bound. It returns an
+// error matching core.ErrMaxHold, and the handler must not receive, once
+// the hold has ended so.
+func (h *Hold) BeginReceive() error {
+	if h.Lease == nil || h.maxHold <= 0 {
+		return nil
+	}
+	if h.Overran() {
+		return h.overranErr()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.receiving = true
+	if h.idleStop == nil {
+		ctx := h.leaseCtx()
+		h.idleStop = context.AfterFunc(ctx, func() {
+			if !errors.Is(context.Cause(ctx), core.ErrMaxHold) {
+				return
+			}
+			h.mu.Lock()
+			idle := h.receiving
+			h.mu.Unlock()
+			if idle {
+				h.once.Do(h.release)
+			}
+		})
+	}
+	return nil
+}
+
+// EndReceive ends what BeginReceive began, with err, what the receive
+// returned. It returns err, or, when the hold ended by its MaxHold
+// meanwhile, an error matching core.ErrMaxHold: the message received must
+// not be used, it came after the lock's bound.
+func (h *Hold) EndReceive(err error) error {
+	if h.Lease == nil || h.maxHold <= 0 {
+		return err
+	}
+	h.mu.Lock()
+	h.receiving = false
+	h.mu.Unlock()
+	if h.Overran() {
+		return h.overranErr()
+	}
+	return err
+}
+
+// Receive is one receive of a stream under h (nil: nothing held), recv
+// the framework's: BeginReceive, recv, EndReceive. Past the hold's MaxHold
+// it returns an error matching core.ErrMaxHold (the adapter answers it as a
+// handler failing for it), whatever recv returned.
+func (h *Hold) Receive(recv func() error) error {
+	if h == nil {
+		return recv()
+	}
+	if err := h.BeginReceive(); err != nil {
+		return err
+	}
+	return h.EndReceive(recv())
+}
+
+func (h *Hold) overranErr() error {
+	return fmt.Errorf("lockkit: lock %q held for its maximum hold (%v): %w", h.Key, h.maxHold, core.ErrMaxHold)
+}
+
+// SetToken sets header name of hdr to the hold's fencing token (Token)
+// when name is set and a lock is held: an adapter's TokenHeader option.
+func (h *Hold) SetToken(hdr http.Header, name string) {
+	if name != "" && h.Lease != nil {
+		hdr.Set(name, h.Token())
+	}
+}

@@ -1,0 +1,170 @@
+package guard
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// HTTPReader reads what HTTP key parts need from a framework's request type
+// R. An adapter implements it once (a zero-size type is enough): the
+// request's *http.Request, from which the part constructors below read
+// headers, query parameters and cookies themselves, and what only the
+// framework knows, the matched route and its path parameters. Each
+// constructor applies the one decoding rule of its source, so every
+// adapter reads each source the same way.
+type HTTPReader[R any] interface {
+	// Request is r's *http.Request.
+	Request(r R) *http.Request
+	// Param returns the path parameter name of the matched route as the
+	// framework holds it; escaped says the value is still percent-encoded
+	// (the framework routed on the escaped path and did not decode it), so
+	// ParamValue decodes it once. ok is false when the matched route has no
+	// such parameter.
+	Param(r R, name string) (value string, escaped, ok bool)
+	// Route returns the matched route's template ("/orders/:id/pay"), ""
+	// when the request matched no route, and the names of its path
+	// parameters in route order (KeyFromRoute).
+	Route(r R) (template string, params []string)
+}
+
+// ErrNoRouteParam is the error of a Param part on a route that has no such
+// path parameter: a mistake in the server's configuration (500), not in the
+// request (400). Every HTTP adapter returns it.
+var ErrNoRouteParam = fmt.Errorf("%w: the matched route has no such path parameter", core.ErrKeyConfig)
+
+// Param is the path parameter name of the matched route, decoded exactly
+// once (ParamValue): Param(rd, "id") for "/orders/:id/pay" or
+// "/orders/{id}/pay". A route without it is ErrNoRouteParam.
+func Param[R any](rd HTTPReader[R], name string) Part[R] {
+	return NewPart("param", name, func(r R) (string, error) {
+		v, escaped, ok := rd.Param(r, name)
+		if !ok {
+			return "", fmt.Errorf("%w: %q", ErrNoRouteParam, name)
+		}
+		return ParamValue(v, escaped)
+	})
+}
+
+// Header is a request header's first value, as sent.
+func Header[R any](rd HTTPReader[R], name string) Part[R] {
+	return NewPart("header", name, func(r R) (string, error) { return rd.Request(r).Header.Get(name), nil })
+}
+
+// Query is a query parameter's first value, decoded once by net/url.
+func Query[R any](rd HTTPReader[R], name string) Part[R] {
+	return NewPart("query", name, func(r R) (string, error) { return rd.Request(r).URL.Query().Get(name), nil })
+}
+
+// Cookie is a cookie's value as net/http parses it (http.Request.Cookie:
+// one pair of double quotes stripped), decoded by CookieValue; "" when
+// absent.
+func Cookie[R any](rd HTTPReader[R], name string) Part[R] {
+	return NewPart("cookie", name, func(r R) (string, error) {
+		c, err := rd.Request(r).Cookie(name)
+		if err != nil {
+			return "", nil
+		}
+		return CookieValue(c.Value)
+	})
+}
+
+// RouteKey is the key of the matched route: its template, then the value
+// of every path parameter in route order, each a part decoded once
+// (KeyFromRoute in every adapter). Identical requests share it; other routes
+// or parameters do not.
+func RouteKey[R any](rd HTTPReader[R]) Key[R] {
+	return Key[R]{build: func(r R) (string, error) {
+		template, params := rd.Route(r)
+		if template == "" {
+			return "", fmt.Errorf("%w: KeyFromRoute on a request no route matched", core.ErrKeyConfig)
+		}
+		parts := make([]Part[R], 0, 1+len(params))
+		parts = append(parts, Const[R](template))
+		for _, p := range params {
+			parts = append(parts, Param(rd, p))
+		}
+		return joinParts(r, parts)
+	}, route: true}
+}
+
+// ErrParamValue is the error (400) of a path parameter that cannot name a
+// resource: a control character, or an escape that does not decode.
+var ErrParamValue = errors.New("path parameter is not a valid resource id")
+
+// ParamValue is the one rule every HTTP adapter applies to a path parameter
+// before it becomes a key part, so the same resource gets the same key
+// whatever framework serves it and however the client spelled its id:
+//
+//   - The value is decoded exactly once. gin and net/http's PathValue hand
+//     it over decoded; echo and chi hand it over still escaped when the
+//     request path had escapes they routed on (escaped is then true).
+//     "%34%32" and "42" are one id, and so are "%c3%a9" and "%C3%A9";
+//     "%2525" is the id "%25", never "%".
+//   - An encoded slash is part of the id: "a%2Fb" is the id "a/b". gin does
+//     not route such a request to a one-segment parameter at all (404);
+//     echo, chi and net/http's ServeMux do, and the id is "a/b" there.
+//   - A control character (U+0000–U+001F, U+007F) in the decoded id is
+//     refused with 400: no resource id contains one, and it would reach logs
+//     and keys unescaped.
+//
+// Nothing else is normalised: case, Unicode forms and invalid UTF-8 are
+// kept byte for byte, so "ABC" and "abc", or "é" composed and decomposed,
+// are different ids (as they are different ids to a handler).
+func ParamValue(v string, escaped bool) (string, error) {
+	if escaped {
+		d, err := url.PathUnescape(v)
+		if err != nil {
+			return "", fmt.Errorf("%w: bad escape", ErrParamValue)
+		}
+		v = d
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == 0x7f {
+			return "", fmt.Errorf("%w: control character at byte %d", ErrParamValue, i)
+		}
+	}
+	return v, nil
+}
+
+// errCookieEncoding is the error of a cookie whose value is not valid
+// percent-encoding. It does not repeat the value: a cookie may be a secret.
+var errCookieEncoding = errors.New("the cookie's value is not valid percent-encoding")
+
+// CookieValue is the one rule for a cookie's value in a key: the value as
+// net/http parses it, percent-decoded once as a form value ('+' is a
+// space), as gin's Context.Cookie decodes it. Cookies have no encoding of
+// their own, so handlers differ: a gin handler sees "%61cme" as "acme", a
+// net/http or echo handler sees it as sent. Decoding for every adapter
+// makes the key follow the handler that decodes, so that no spelling gives
+// one resource two keys (spellings a raw handler tells apart then share a
+// key: more exclusion, never less). A value that does not decode is a bad
+// key (400), never used as sent.
+func CookieValue(raw string) (string, error) {
+	v, err := url.QueryUnescape(raw)
+	if err != nil {
+		return "", errCookieEncoding
+	}
+	return v, nil
+}
+
+// Preflight reports whether a request is a CORS preflight: OPTIONS with
+// an Origin and an Access-Control-Request-Method header (the Fetch
+// standard's definition). Only a preflight passes a lock unlocked: it asks
+// whether a request may be sent and runs no handler of the resource. Any
+// other OPTIONS reaching a locked handler is locked like any method, or a
+// client could run a method-agnostic handler beside the lock's holder by
+// sending OPTIONS.
+func Preflight(method string, h http.Header) bool {
+	return method == http.MethodOptions && h.Get("Origin") != "" && h.Get("Access-Control-Request-Method") != ""
+}
+
+// SafeMethod reports whether an HTTP method takes the read side when the
+// side is chosen by method (Config.SideByMethod): GET and HEAD. Every other
+// method, OPTIONS included, takes the write side: a handler registered for
+// any method (a ServeMux pattern without one, gin's Any) may write whatever
+// the method.
+func SafeMethod(method string) bool { return method == http.MethodGet || method == http.MethodHead }

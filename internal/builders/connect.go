@@ -1,0 +1,141 @@
+package builders
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/lockkit/lockkit/connectlock"
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/testing/conformance"
+)
+
+// Connect serves the suite's methods with connect-go (the Connect protocol,
+// over HTTP/1.1) and connectlock.
+var Connect = conformance.RPCAdapter{Name: "connect", Serve: serveConnect}
+
+type (
+	idMsg   = wrapperspb.StringValue
+	emptyMs = emptypb.Empty
+)
+
+// connectOptions are m's connectlock options.
+func connectOptions(m conformance.Method) []connectlock.Option {
+	opts := []connectlock.Option{connectlock.Key(connectlock.Const(m.Prefix), connectlock.Field(m.Field)),
+		connectlock.Wait(m.Wait), connectlock.MaxHold(m.MaxHold), connectlock.Limit(m.Limit)}
+	for _, o := range []struct {
+		given bool
+		opt   func() connectlock.Option
+	}{
+		{m.NoWait, connectlock.NoWait},
+		{m.FailOpen, connectlock.FailOpen},
+		{m.Stream, connectlock.FromFirstMessage},
+		{m.ReleaseError != nil, func() connectlock.Option {
+			return connectlock.OnReleaseError(func(_ context.Context, _ string, err error) { m.ReleaseError(err) })
+		}},
+	} {
+		if o.given {
+			opts = append(opts, o.opt())
+		}
+	}
+	return opts
+}
+
+func serveConnect(t testing.TB, client *core.Client, methods ...conformance.Method) conformance.Caller {
+	mux := http.NewServeMux()
+	for _, m := range methods {
+		p := procedure(m.Name)
+		if m.Stream {
+			mux.Handle(p, connect.NewClientStreamHandler(p, connectStream(m),
+				connect.WithInterceptors(connectlock.StreamInterceptor(client, connectOptions(m)...))))
+			continue
+		}
+		mux.Handle(p, connect.NewUnaryHandler(p, connectUnary(m),
+			connect.WithInterceptors(connectlock.UnaryInterceptor(client, connectOptions(m)...))))
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		srv.Client().CloseIdleConnections()
+		srv.Close()
+	})
+	return connectCaller{srv}
+}
+
+func connectUnary(m conformance.Method) func(context.Context, *connect.Request[idMsg]) (*connect.Response[emptyMs], error) {
+	return func(ctx context.Context, req *connect.Request[idMsg]) (*connect.Response[emptyMs], error) {
+		l, ok := core.LeaseFromContext(ctx)
+		if err := m.Handler(ctx, req.Msg.GetValue(), l, ok); err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&emptyMs{}), nil
+	}
+}
+
+func connectStream(m conformance.Method) func(context.Context, *connect.ClientStream[idMsg]) (*connect.Response[emptyMs], error) {
+	return func(ctx context.Context, s *connect.ClientStream[idMsg]) (*connect.Response[emptyMs], error) {
+		recv := func() (string, error) {
+			if s.Receive() {
+				return s.Msg().GetValue(), nil
+			}
+			return "", s.Err()
+		}
+		if err := m.StreamHandler(ctx, recv); err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&emptyMs{}), nil
+	}
+}
+
+type connectCaller struct{ srv *httptest.Server }
+
+func (c connectCaller) client(name string) *connect.Client[idMsg, emptyMs] {
+	return connect.NewClient[idMsg, emptyMs](c.srv.Client(), c.srv.URL+procedure(name))
+}
+
+func (c connectCaller) Call(ctx context.Context, name, id string) conformance.Reply {
+	_, err := c.client(name).CallUnary(ctx, connect.NewRequest(wrapperspb.String(id)))
+	return connectReply(err)
+}
+
+func (c connectCaller) Stream(ctx context.Context, name string) (conformance.ClientStream, error) {
+	return connectClientStream{c.client(name).CallClientStream(ctx)}, nil
+}
+
+type connectClientStream struct {
+	s *connect.ClientStreamForClient[idMsg, emptyMs]
+}
+
+func (s connectClientStream) Send(id string) error { return s.s.Send(wrapperspb.String(id)) }
+
+func (s connectClientStream) CloseAndReceive() conformance.Reply {
+	_, err := s.s.CloseAndReceive()
+	return connectReply(err)
+}
+
+// connectReply is what a connect-go client got.
+func connectReply(err error) conformance.Reply {
+	if err == nil {
+		return conformance.Reply{}
+	}
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return conformance.Reply{Err: err}
+	}
+	r := conformance.Reply{Code: guard.Code(ce.Code()), Message: ce.Message(), Pushback: ce.Meta().Get(guard.PushbackTrailer)}
+	for _, d := range ce.Details() {
+		if v, _ := d.Value(); v != nil {
+			if ri, ok := v.(*errdetails.RetryInfo); ok {
+				r.RetryDelay, r.HasRetry = ri.GetRetryDelay().AsDuration(), true
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,46 @@
+package builders
+
+import (
+	"net/http"
+	"testing"
+
+	echo4 "github.com/labstack/echo/v4"
+	echo4mw "github.com/labstack/echo/v4/middleware"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/echolock"
+	"github.com/lockkit/lockkit/testing/conformance"
+)
+
+// Echo serves routes with echo v4 (Recover in front) and echolock.
+var Echo = conformance.Adapter{Name: "echo", Build: buildEcho}
+
+func buildEcho(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+	e := echo4.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Use(echo4mw.RecoverWithConfig(echo4mw.RecoverConfig{DisablePrintStack: true}))
+	for _, rt := range routes {
+		cfg := echolock.Config{Client: client, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL, MaxHold: rt.MaxHold, FailOpen: rt.FailOpen,
+			TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW]}
+		cfg.KeyParts, cfg.Keys, cfg.KeyFromRoute = keyFields(rt)
+		if f := rt.ReleaseError; f != nil {
+			cfg.ReleaseErrorHandler = func(_ echo4.Context, err error) { f(err) }
+		}
+		mw, err := cfg.ToMiddleware()
+		if err != nil {
+			t.Fatalf("route %s: %v", rt.Path, err)
+		}
+		h := rt.Handler
+		final := func(c echo4.Context) error {
+			l, ok := echolock.Lease(c)
+			h(c.Response(), c.Request(), l, ok)
+			return nil
+		}
+		if rt.Group == "" {
+			e.Add(rt.Method, rt.Path, final, mw)
+		} else {
+			e.Group(rt.Group, mw).Add(rt.Method, rt.Path, final)
+		}
+	}
+	return withDeadlines(e, routes)
+}

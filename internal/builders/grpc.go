@@ -1,0 +1,169 @@
+package builders
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/grpclock"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/testing/conformance"
+)
+
+// suiteService is the conformance suite's RPC service, as every RPC
+// builder serves it: each Method is /lockkit.conformance.v1.Suite/<Name>,
+// its messages google.protobuf.StringValue (the id) and Empty.
+const suiteService = "lockkit.conformance.v1.Suite"
+
+func procedure(m string) string { return "/" + suiteService + "/" + m }
+
+// GRPC serves the suite's methods with grpc-go and grpclock.
+var GRPC = conformance.RPCAdapter{Name: "grpc", Serve: serveGRPC}
+
+// grpcOptions are m's grpclock options.
+func grpcOptions(m conformance.Method) []grpclock.Option {
+	opts := []grpclock.Option{grpclock.Key(grpclock.Const(m.Prefix), grpclock.Field(m.Field)),
+		grpclock.Wait(m.Wait), grpclock.MaxHold(m.MaxHold), grpclock.Limit(m.Limit)}
+	if m.NoWait {
+		opts = append(opts, grpclock.NoWait())
+	}
+	if m.FailOpen {
+		opts = append(opts, grpclock.FailOpen())
+	}
+	if f := m.ReleaseError; f != nil {
+		opts = append(opts, grpclock.OnReleaseError(func(_ context.Context, _ string, err error) { f(err) }))
+	}
+	if m.Stream {
+		opts = append(opts, grpclock.FromFirstMessage())
+	}
+	return opts
+}
+
+func serveGRPC(t testing.TB, client *core.Client, methods ...conformance.Method) conformance.Caller {
+	unary, stream := map[string]grpc.UnaryServerInterceptor{}, map[string]grpc.StreamServerInterceptor{}
+	desc := grpc.ServiceDesc{ServiceName: suiteService, HandlerType: (*any)(nil)}
+	for _, m := range methods {
+		if m.Stream {
+			stream[procedure(m.Name)] = grpclock.StreamServerInterceptor(client, grpcOptions(m)...)
+			desc.Streams = append(desc.Streams, grpc.StreamDesc{StreamName: m.Name, ClientStreams: true, Handler: grpcStream(m)})
+			continue
+		}
+		unary[procedure(m.Name)] = grpclock.UnaryServerInterceptor(client, grpcOptions(m)...)
+		desc.Methods = append(desc.Methods, grpc.MethodDesc{MethodName: m.Name, Handler: grpcUnary(m)})
+	}
+	s := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			return unary[info.FullMethod](ctx, req, info, h)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			return stream[info.FullMethod](srv, ss, info, h)
+		}))
+	s.RegisterService(&desc, struct{}{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = s.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		s.Stop()
+		<-served
+	})
+	return grpcCaller{conn}
+}
+
+func grpcUnary(m conformance.Method) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
+	return func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		in := new(wrapperspb.StringValue)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		h := func(ctx context.Context, req any) (any, error) {
+			l, ok := core.LeaseFromContext(ctx)
+			if err := m.Handler(ctx, req.(*wrapperspb.StringValue).GetValue(), l, ok); err != nil {
+				return nil, err
+			}
+			return &emptypb.Empty{}, nil
+		}
+		return ic(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: procedure(m.Name)}, h)
+	}
+}
+
+func grpcStream(m conformance.Method) grpc.StreamHandler {
+	return func(_ any, ss grpc.ServerStream) error {
+		recv := func() (string, error) {
+			in := new(wrapperspb.StringValue)
+			err := ss.RecvMsg(in)
+			return in.GetValue(), err
+		}
+		if err := m.StreamHandler(ss.Context(), recv); err != nil {
+			return err
+		}
+		return ss.SendMsg(&emptypb.Empty{})
+	}
+}
+
+type grpcCaller struct{ conn *grpc.ClientConn }
+
+func (c grpcCaller) Call(ctx context.Context, name, id string) conformance.Reply {
+	var trailer metadata.MD
+	err := c.conn.Invoke(ctx, procedure(name), wrapperspb.String(id), new(emptypb.Empty), grpc.Trailer(&trailer))
+	return grpcReply(err, trailer)
+}
+
+func (c grpcCaller) Stream(ctx context.Context, name string) (conformance.ClientStream, error) {
+	s := &grpcClientStream{}
+	cs, err := c.conn.NewStream(ctx, &grpc.StreamDesc{StreamName: name, ClientStreams: true}, procedure(name), grpc.Trailer(&s.trailer))
+	s.cs = cs
+	return s, err
+}
+
+type grpcClientStream struct {
+	cs      grpc.ClientStream
+	trailer metadata.MD
+}
+
+func (s *grpcClientStream) Send(id string) error { return s.cs.SendMsg(wrapperspb.String(id)) }
+
+func (s *grpcClientStream) CloseAndReceive() conformance.Reply {
+	err := s.cs.CloseSend()
+	if err == nil {
+		err = s.cs.RecvMsg(new(emptypb.Empty))
+	}
+	return grpcReply(err, s.trailer)
+}
+
+// grpcReply is what a grpc-go client got.
+func grpcReply(err error, trailer metadata.MD) conformance.Reply {
+	if err == nil {
+		return conformance.Reply{}
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return conformance.Reply{Err: err}
+	}
+	r := conformance.Reply{Code: guard.Code(st.Code()), Message: st.Message()}
+	for _, d := range st.Details() {
+		if ri, ok := d.(*errdetails.RetryInfo); ok {
+			r.RetryDelay, r.HasRetry = ri.GetRetryDelay().AsDuration(), true
+		}
+	}
+	if v := trailer.Get(guard.PushbackTrailer); len(v) > 0 {
+		r.Pushback = v[0]
+	}
+	return r
+}

@@ -1,0 +1,65 @@
+package builders
+
+import (
+	"net/http"
+	"regexp"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/httplock"
+	"github.com/lockkit/lockkit/testing/conformance"
+)
+
+// Stdlib serves routes with net/http's ServeMux and httplock.
+var Stdlib = conformance.Adapter{Name: "net/http", Build: buildStdlib}
+
+// Chi serves routes with chi and httplock (added per route with With).
+var Chi = conformance.Adapter{Name: "chi", Build: buildChi}
+
+var httpOptions = optionSet[httplock.Option, httplock.Part]{
+	key: httplock.Key, keyFromRoute: httplock.KeyFromRoute, wait: httplock.Wait, ttl: httplock.TTL, maxHold: httplock.MaxHold,
+	noWait: httplock.NoWait, failOpen: httplock.FailOpen, tokenHeader: httplock.TokenHeader, limit: httplock.Limit,
+	byMethod: httplock.ReadWrite, readSide: httplock.ReadSide, writeSide: httplock.WriteSide,
+	parts: map[string]func(string) httplock.Part{"const": httplock.Const, "param": httplock.Param, "header": httplock.Header, "query": httplock.Query, "cookie": httplock.Cookie},
+	releaseError: func(f func(error)) httplock.Option {
+		return httplock.OnReleaseError(func(_ *http.Request, err error) { f(err) })
+	},
+}
+
+var colonParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
+
+// bracePath turns "/orders/:id/pay" into "/orders/{id}/pay".
+func bracePath(p string) string { return colonParam.ReplaceAllString(p, "{$1}") }
+
+// httplockOf builds the lock middleware of rt and the handler behind it.
+func httplockOf(t testing.TB, client *core.Client, rt conformance.Route) http.Handler {
+	h := rt.Handler
+	return httplock.New(client, httpOptions.options(t, rt)...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l, ok := httplock.Lease(r)
+		h(w, r, l, ok)
+	}))
+}
+
+func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		// ServeMux has no groups: the lock wraps each route, after routing.
+		mux.Handle(rt.Method+" "+rt.Group+bracePath(rt.Path), httplockOf(t, client, rt))
+	}
+	return withDeadlines(recoverer(mux), routes)
+}
+
+func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+	r := chi.NewRouter()
+	for _, rt := range routes {
+		lock := httplockOf(t, client, rt)
+		if rt.Group != "" {
+			r.Route(rt.Group, func(g chi.Router) { g.Method(rt.Method, bracePath(rt.Path), lock) })
+			continue
+		}
+		r.Method(rt.Method, bracePath(rt.Path), lock)
+	}
+	return withDeadlines(recoverer(r), routes)
+}

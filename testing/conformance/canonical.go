@@ -1,0 +1,235 @@
+package conformance
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
+)
+
+// literal reports whether c may stand unescaped in a path segment (RFC
+// 3986 pchar less '%'): every other byte must be percent-encoded.
+func literal(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0
+}
+
+// Encode spells id as a path segment, one valid percent-encoding of it
+// chosen by choice: byte i of id is escaped when it must be, or when bit 0
+// of choice[i] is set, with lower-case hex digits when bit 1 is set. Every
+// spelling decodes to id.
+func Encode(id string, choice []byte) string {
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		var ch byte
+		if i < len(choice) {
+			ch = choice[i]
+		}
+		c := id[i]
+		switch {
+		case literal(c) && ch&1 == 0:
+			b.WriteByte(c)
+		case ch&2 != 0:
+			fmt.Fprintf(&b, "%%%02x", c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// controlChar reports whether id has a byte guard.ParamValue refuses.
+func controlChar(id string) bool {
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x20 || id[i] == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// canonicalSeeds are ids whose spellings differ between frameworks, or
+// whose decoding twice would change them.
+var canonicalSeeds = []struct {
+	id     string
+	choice []byte
+}{
+	{"42", nil},
+	{"42", []byte{1, 1}},
+	{"a:b", []byte{0, 1, 0}},
+	{"é", nil},
+	{"é", []byte{2, 2}},
+	{"%25", nil},
+	{"%", nil},
+	{"%2F", []byte{3, 3, 3}},
+	{"a/b", nil},
+	{`a\b`, nil},
+	{"{t}x", []byte{1}},
+	{"a b", nil},
+	{"a\x00b", nil},
+	{"a\nb", nil},
+	{"\xff\xfe", nil},
+	{"..", []byte{1, 1}},
+	{"ABC", nil},
+	{"a+b", []byte{0, 1}},
+}
+
+// FuzzCanonicalKey is the property every HTTP adapter keeps: for any id and
+// any valid percent-encoding of it in the path, the lease's key is
+// core.JoinKey("order", id), decoded exactly once; an id with a control
+// character is refused with 400; an id with a '/' is either not routed (gin:
+// 404) or keyed the same way. No spelling gets another key.
+func FuzzCanonicalKey(f *testing.F, a Adapter) {
+	for _, s := range canonicalSeeds {
+		f.Add(s.id, s.choice)
+	}
+	client := testkit.Client(f, redistest.Start(f).NewClient())
+	h := a.Build(f, client, Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, TTL: ttl, NoWait: true,
+		Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			if !ok {
+				http.Error(w, "no lease", http.StatusInternalServerError)
+				return
+			}
+			ok2(w, l.Key())
+		}})
+	f.Fuzz(func(t *testing.T, id string, choice []byte) {
+		if id == "" || len(id) > 1<<10 {
+			return
+		}
+		target := "/orders/" + Encode(id, choice) + "/pay"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, target, nil))
+		want, _ := core.JoinKey("order", id)
+		switch {
+		case strings.Contains(id, "/") && w.Code == http.StatusNotFound:
+			// not routed to the one-segment parameter at all
+		case controlChar(id):
+			if w.Code != http.StatusBadRequest {
+				t.Fatalf("%s: id %q with a control character answered %d %q, want 400", target, id, w.Code, w.Body.String())
+			}
+		case w.Code != http.StatusOK || w.Body.String() != want:
+			t.Fatalf("%s: id %q answered %d %q, want 200 with key %q", target, id, w.Code, w.Body.String(), want)
+		}
+	})
+}
+
+// SpellingsExclude: one order requested through replica a with one spelling
+// of its id and through replica b with another (escaped, unescaped, other
+// hex case, "%2525" for the id "%25"): the second is refused while the first
+// holds the lock, whatever frameworks serve them.
+func SpellingsExclude(t *testing.T, a, b Adapter) {
+	entered, release := make(chan string, 1), make(chan struct{})
+	e := newEnv(t, a, b, ttl,
+		Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			entered <- l.Key()
+			<-release
+			writeOK(w)
+		}},
+		Route{Method: http.MethodPost, Path: "/orders/:id/refund", Key: orderKey, NoWait: true, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			ok2(w, l.Key())
+		}})
+	ctx := e.ctx(30 * time.Second)
+	for _, tc := range []struct {
+		holder, other, id string
+		sameID            bool // other spells the same id
+	}{
+		{"a%3Ab", "a:b", "a:b", true},
+		{"%34%32", "42", "42", true},
+		{"%c3%a9", "%C3%A9", "é", true},
+		{"%2525", "%2525", "%25", true},
+		{"%2525", "%25", "%25", false}, // "%25" is the id "%": decoded once, never twice
+	} {
+		want, _ := core.JoinKey("order", tc.id)
+		done := make(chan response, 1)
+		go func() { done <- e.do(ctx, 0, http.MethodPost, "/orders/"+tc.holder+"/pay") }()
+		if got := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); got != want {
+			close(release)
+			t.Fatalf("/orders/%s/pay locked %q, want %q", tc.holder, got, want)
+		}
+		r := e.do(ctx, 1, http.MethodPost, "/orders/"+tc.other+"/refund")
+		release <- struct{}{}
+		if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
+			t.Fatalf("holder answered %d %q", h.status, h.body)
+		}
+		switch sameID := tc.sameID; {
+		case sameID && r.status != http.StatusConflict:
+			t.Errorf("%s on %s while %s on %s holds: %d %q, want 409", tc.other, b.Name, tc.holder, a.Name, r.status, r.body)
+		case !sameID && r.status != http.StatusOK:
+			t.Errorf("%s (another id) on %s while %s holds: %d %q, want 200", tc.other, b.Name, tc.holder, r.status, r.body)
+		}
+	}
+	close(release)
+}
+
+// CookieOneKey: one cookie, one key, whatever framework reads it. A
+// request holds "tenant:<t>" through replica a with one spelling of the
+// cookie t, and another asks (no wait) through replica b with another: the
+// second is refused while the first holds when both decode to one value
+// (percent-decoded once, '+' a space, one pair of double quotes stripped
+// by net/http), and admitted when they do not. A value that does not
+// decode is 400 on both.
+func CookieOneKey(t *testing.T, a, b Adapter) {
+	const spec = "const:tenant,cookie:t"
+	entered, release := make(chan string, 1), make(chan struct{})
+	e := newEnv(t, a, b, ttl,
+		Route{Method: http.MethodPost, Path: "/export", Key: spec, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			if !ok {
+				http.Error(w, "no lease", http.StatusInternalServerError)
+				return
+			}
+			entered <- l.Key()
+			<-release
+			writeOK(w)
+		}},
+		Route{Method: http.MethodPost, Path: "/settings", Key: spec, NoWait: true, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			ok2(w, l.Key())
+		}})
+	ctx := e.ctx(30 * time.Second)
+	for _, tc := range []struct {
+		holder, other, value string
+		same                 bool // other decodes to value too
+	}{
+		{"%61cme", "acme", "acme", true},
+		{"acme", "%61%63%6D%65", "acme", true},
+		{"ac+me", "ac%20me", "ac me", true},
+		{`"acme"`, "acme", "acme", true},
+		{`"%61cme"`, "%61cme", "acme", true},
+		{"%2561", "%61", "%61", false}, // "%61" is "a": decoded once, never twice
+		{"a%2Bb", "a+b", "a+b", false}, // an encoded plus is a plus, a bare one a space
+	} {
+		want, _ := core.JoinKey("tenant", tc.value)
+		done := make(chan response, 1)
+		go func() { done <- e.do(ctx, 0, http.MethodPost, "/export", "Cookie", "t="+tc.holder) }()
+		if got := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); got != want {
+			close(release)
+			t.Fatalf("cookie t=%s on %s locked %q, want %q", tc.holder, a.Name, got, want)
+		}
+		r := e.do(ctx, 1, http.MethodPost, "/settings", "Cookie", "t="+tc.other)
+		release <- struct{}{}
+		if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
+			t.Fatalf("holder answered %d %q", h.status, h.body)
+		}
+		switch {
+		case tc.same && r.status != http.StatusConflict:
+			t.Errorf("cookie t=%s on %s while t=%s on %s holds %q: %d %q, want 409", tc.other, b.Name, tc.holder, a.Name, want, r.status, r.body)
+		case !tc.same && r.status != http.StatusOK:
+			t.Errorf("cookie t=%s (another value) on %s while t=%s holds: %d %q, want 200", tc.other, b.Name, tc.holder, r.status, r.body)
+		}
+	}
+	close(release)
+	for i := range e.reps {
+		r := e.do(ctx, i, http.MethodPost, "/settings", "Cookie", "t=%zz")
+		if r.status != http.StatusBadRequest || strings.Contains(r.body, "%zz") {
+			t.Errorf("cookie t=%%zz on %s: %d %q, want 400 that does not repeat the value", e.reps[i].adapter.Name, r.status, r.body)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package conformance
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// Adapter builds one replica's HTTP handler serving routes with one
+// framework and its lock adapter: what an adapter's own test supplies, so
+// that the suite runs against it (Run, RunPair, FuzzCanonicalKey, Flood).
+// Build maps each Route onto the adapter's options; a Route asks nothing
+// an adapter following the lockkit contract lacks.
+type Adapter struct {
+	Name  string
+	Build func(t testing.TB, client *core.Client, routes ...Route) http.Handler
+}
+
+// Route is one locked route, described so that every framework can serve it.
+type Route struct {
+	Method, Path string // "/orders/:id/pay": gin and echo share the syntax (BracePath gives ServeMux's)
+	// Key is the key spec, "const:order,param:id" (guard.ParseSpec reads
+	// it): the adapter's Const, Param, Header, Query and Cookie parts, in
+	// order, as Key(parts...).
+	Key string
+	// KeyFromRoute keys by the route instead of Key (the adapter's
+	// KeyFromRoute).
+	KeyFromRoute bool
+	Wait         time.Duration
+	NoWait       bool
+	TTL          time.Duration
+	MaxHold      time.Duration
+	FailOpen     bool
+	TokenHeader  string
+	// Deadline, when set, is put on the request's context by a middleware in
+	// front of the lock (as gin-contrib/timeout or a gateway would).
+	Deadline time.Duration
+	// ReleaseError, when set, is the adapter's release-error hook
+	// (OnReleaseError, echo's ReleaseErrorHandler).
+	ReleaseError func(error)
+	// Group, when set, is a path prefix: the lock middleware is installed
+	// with the group's Use (r.Group(Group, lock)) rather than on the route,
+	// so it also sees the group's unmatched paths and methods, and Path is
+	// relative to the group. A router without groups wraps each route.
+	Group string
+	// Limit, RW and MoreKeys are the lock's kind: a semaphore of Limit per
+	// key, a side of a read/write lock, or more key specs taken together
+	// with Key (all or nothing).
+	Limit    int
+	RW       RW
+	MoreKeys []string
+	Handler  Handler
+}
+
+// RW is which side of a read/write lock a route takes.
+type RW uint8
+
+// Read/write modes.
+const (
+	RWNone     RW = iota // a mutex (or a permit, with Limit)
+	RWByMethod           // the read side for GET and HEAD, the write side otherwise (ReadWrite())
+	RWRead               // always the read side (ReadSide())
+	RWWrite              // always the write side (WriteSide())
+)
+
+// KeySpecs are every key spec of rt: Key, then MoreKeys.
+func (rt Route) KeySpecs() []string { return append([]string{rt.Key}, rt.MoreKeys...) }
+
+// Handler is a route's handler, free of any framework: r is the request as
+// the handler sees it (r.Context() is the handler's context); lease and ok
+// are what the adapter's Lease accessor returned.
+type Handler func(w http.ResponseWriter, r *http.Request, lease *core.Lease, ok bool)

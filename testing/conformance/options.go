@@ -1,0 +1,117 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+)
+
+// OptionCase is one configuration of the options every adapter shares, and
+// what guard.Config.Check says of it. Each adapter's tests run every case
+// through its own constructor (RunOptionCases: ginlock.New, echolock's
+// ToMiddleware, grpclock's interceptors...), so the same option is accepted
+// or refused, with the same message, everywhere.
+type OptionCase struct {
+	Name           string
+	NoClient       bool
+	Wait           time.Duration
+	NoWait         bool
+	TTL            time.Duration
+	MaxHold        time.Duration
+	ReleaseTimeout time.Duration
+	AcquireOptions []core.AcquireOption
+	Limit          int
+	Side           core.Side
+	Keys           int // key options given (0 and 1: one)
+	// Err is a substring of the construction error; "" when valid.
+	Err string
+}
+
+// OptionCases are the shared cases.
+var OptionCases = []OptionCase{
+	{Name: "defaults"},
+	{Name: "zero wait is the default budget", Wait: 0},
+	{Name: "wait", Wait: time.Second},
+	{Name: "no wait", NoWait: true},
+	{Name: "ttl at the minimum", TTL: core.MinTTL},
+	{Name: "release timeout", ReleaseTimeout: time.Second},
+	{Name: "max hold", MaxHold: time.Second},
+	{Name: "other acquire options", AcquireOptions: []core.AcquireOption{core.Reentrant(), core.MaxWaiters(3), core.NoRenew()}},
+	{Name: "no client", NoClient: true, Err: "no *core.Client"},
+	{Name: "negative wait", Wait: -time.Second, Err: "Wait must be ≥ 0"},
+	{Name: "no wait and wait", NoWait: true, Wait: time.Second, Err: "both NoWait and Wait"},
+	{Name: "ttl below the minimum", TTL: 5 * time.Millisecond, Err: "TTL must be at least"},
+	{Name: "negative ttl", TTL: -time.Second, Err: "TTL must be at least"},
+	{Name: "negative release timeout", ReleaseTimeout: -time.Second, Err: "ReleaseTimeout must be ≥ 0"},
+	{Name: "negative max hold", MaxHold: -time.Second, Err: "MaxHold must be ≥ 0"},
+	{Name: "core.MaxHold in AcquireOptions", AcquireOptions: []core.AcquireOption{core.MaxHold(time.Second)}, Err: "AcquireOptions may not carry"},
+	{Name: "core.Wait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Wait(time.Second)}, Err: "AcquireOptions may not carry"},
+	{Name: "core.NoWait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.NoWait()}, Err: "AcquireOptions may not carry"},
+	{Name: "core.TTL in AcquireOptions", AcquireOptions: []core.AcquireOption{core.TTL(time.Second)}, Err: "AcquireOptions may not carry"},
+	{Name: "core.Name in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Name("x")}, Err: "AcquireOptions may not carry"},
+	{Name: "limit", Limit: 3},
+	{Name: "limit with no wait", Limit: 3, NoWait: true},
+	{Name: "negative limit", Limit: -1, Err: "Limit must be 1 to"},
+	{Name: "limit above the maximum", Limit: core.MaxPermits + 1, Err: "Limit must be 1 to"},
+	{Name: "read side", Side: core.ReadSide},
+	{Name: "write side", Side: core.WriteSide},
+	{Name: "limit and a read/write side", Limit: 2, Side: core.WriteSide, Err: "Limit and a read/write side are alternatives"},
+	{Name: "two keys", Keys: 2},
+	{Name: "two keys and a limit", Keys: 2, Limit: 2, Err: "several keys are taken together"},
+	{Name: "two keys and a read/write side", Keys: 2, Side: core.ReadSide, Err: "several keys are taken together"},
+}
+
+// RunOptionCases builds the adapter once per case with build, which returns
+// what construction said: nil when it succeeded, else its error (or its
+// panic, through Panic). A refused case must be refused with a message
+// that starts with prefix (e.g. "ginlock: New: ") and names the rule.
+func RunOptionCases(t *testing.T, prefix string, build func(tc OptionCase) error) {
+	t.Helper()
+	for _, tc := range OptionCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			err := build(tc)
+			switch {
+			case tc.Err == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.Err != "" && err == nil:
+				t.Fatalf("accepted, want refused saying %q", tc.Err)
+			case tc.Err != "" && (!strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.Err)):
+				t.Fatalf("refused with %q, want %q...%q", err, prefix, tc.Err)
+			}
+		})
+	}
+}
+
+// Panic runs f and returns its panic as an error (nil when it returned).
+func Panic(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+// KindOptions are an adapter's options for tc's Limit, read/write side
+// and extra keys, from the adapter's own constructors (read and write may
+// be nil for an adapter without that side).
+func KindOptions[O any](tc OptionCase, limit func(int) O, read, write, extraKey func() O) []O {
+	var opts []O
+	if tc.Limit != 0 {
+		opts = append(opts, limit(tc.Limit))
+	}
+	switch {
+	case tc.Side == core.ReadSide && read != nil:
+		opts = append(opts, read())
+	case tc.Side == core.WriteSide && write != nil:
+		opts = append(opts, write())
+	}
+	for range tc.Keys - 1 {
+		opts = append(opts, extraKey())
+	}
+	return opts
+}

@@ -1,0 +1,86 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
+)
+
+// RPCAdapter builds one replica of the suite's RPC service with one RPC
+// framework and its lock interceptors: what an RPC adapter's own test
+// supplies, so that the suite runs against it (RunRPC, RunRPCPair).
+//
+// The service has a unary method and a client-streaming one whose
+// messages carry one string, the id (google.protobuf.StringValue's value
+// is the natural message; its field is "value"). Serve locks each Method
+// as it says, keyed by the parts Const(Method.Prefix) and the message
+// field Method.Field (a stream by its first message), starts a server on a
+// loopback listener stopped at t's cleanup, and returns a client of it.
+type RPCAdapter struct {
+	Name  string
+	Serve func(t testing.TB, client *core.Client, methods ...Method) Caller
+}
+
+// Method is one RPC of the suite's service and how it is locked.
+type Method struct {
+	// Name names the method among the served ones.
+	Name string
+	// Stream makes it a client stream keyed by its first message (the
+	// adapter's FromFirstMessage), else a unary call.
+	Stream bool
+	// Prefix and Field are the key: Key(Const(Prefix), Field(Field)), so a
+	// message with id 42 locks "<Prefix>:42". Field is the message field
+	// holding the id; a field the message lacks is a misconfiguration.
+	Prefix, Field string
+	Wait          time.Duration
+	NoWait        bool
+	MaxHold       time.Duration
+	Limit         int
+	FailOpen      bool
+	// ReleaseError, when set, is the adapter's release-error hook
+	// (OnReleaseError).
+	ReleaseError func(error)
+	// Handler serves a unary call: ctx is the handler's context, id the
+	// message's, lease and ok what core.LeaseFromContext(ctx) returns. Its
+	// error fails the call (a context error as the handler got it).
+	Handler func(ctx context.Context, id string, lease *core.Lease, ok bool) error
+	// StreamHandler serves a stream: recv returns the id of each message
+	// received (the first one's took the lock), io.EOF at the end or the
+	// error the adapter gave the receive.
+	StreamHandler func(ctx context.Context, recv func() (string, error)) error
+}
+
+// Caller calls the methods of one replica.
+type Caller interface {
+	// Call calls unary method name with a message carrying id.
+	Call(ctx context.Context, name, id string) Reply
+	// Stream opens client stream name.
+	Stream(ctx context.Context, name string) (ClientStream, error)
+}
+
+// ClientStream is an open client stream.
+type ClientStream interface {
+	// Send sends a message carrying id.
+	Send(id string) error
+	// CloseAndReceive ends the stream and returns the call's reply.
+	CloseAndReceive() Reply
+}
+
+// Reply is what a client got from a call, as the protocol carried it.
+type Reply struct {
+	// Code is the status code (CodeOK for a success), numbered as gRPC and
+	// connect number theirs.
+	Code guard.Code
+	// Message is the status message.
+	Message string
+	// RetryDelay is the RetryInfo detail's delay, when HasRetry.
+	RetryDelay time.Duration
+	HasRetry   bool
+	// Pushback is the grpc-retry-pushback-ms trailer ("" when absent).
+	Pushback string
+	// Err is an error that is no status (the transport failed).
+	Err error
+}

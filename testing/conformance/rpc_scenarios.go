@@ -1,0 +1,384 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/testkit"
+)
+
+// RunRPC runs every RPC scenario against adapter a (both replicas served
+// by a).
+func RunRPC(t *testing.T, a RPCAdapter) {
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T, RPCAdapter, RPCAdapter)
+	}{
+		{"exclusion across replicas", RPCExclusion},
+		{"no-wait duplicates get Aborted with a retry hint", RPCNoWait},
+		{"limit answers ResourceExhausted", RPCLimit},
+		{"redis killed", RPCRedisDown},
+		{"bad and misconfigured keys", RPCBadKeys},
+		{"identical answers for each outcome", RPCIdenticalAnswers},
+		{"MaxHold ends the handler's context and frees the lock", RPCMaxHold},
+		{"an idle stream past MaxHold frees the lock", RPCIdleStream},
+	} {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
+	}
+}
+
+// RunRPCPair runs the RPC scenarios that involve two replicas with replica
+// A served by a and replica B by b: the same resource served by two
+// protocols.
+func RunRPCPair(t *testing.T, a, b RPCAdapter) {
+	t.Run("exclusion "+a.Name+"+"+b.Name, func(t *testing.T) { RPCExclusion(t, a, b) })
+	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { RPCIdenticalAnswers(t, a, b) })
+	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { RPCMaxHold(t, a, b) })
+}
+
+// rpcEnv is one Redis and two RPC replicas on it, each with its own Client
+// (on its own go-redis client) and its own server.
+type rpcEnv struct {
+	t    *testing.T
+	srv  *redistest.Server
+	reps [2]rpcReplica
+}
+
+type rpcReplica struct {
+	adapter RPCAdapter
+	client  *core.Client
+	obs     *recorder
+	call    Caller
+}
+
+func newRPCEnv(t *testing.T, a, b RPCAdapter, methods ...Method) *rpcEnv {
+	t.Helper()
+	e := &rpcEnv{t: t, srv: redistest.Start(t)}
+	for i, ad := range []RPCAdapter{a, b} {
+		obs := newRecorder()
+		c, err := core.New(e.srv.NewClient(), core.WithTTL(ttl), core.WithObserver(obs), core.WithOwner(fmt.Sprintf("%s-%c", ad.Name, 'A'+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		e.reps[i] = rpcReplica{adapter: ad, client: c, obs: obs, call: ad.Serve(t, c, methods...)}
+	}
+	return e
+}
+
+func (e *rpcEnv) held(ctx context.Context, key string) bool {
+	e.t.Helper()
+	_, ok, err := e.reps[0].client.Inspect(ctx, key)
+	if err != nil {
+		e.t.Fatalf("Inspect(%q): %v", key, err)
+	}
+	return ok
+}
+
+// wantReply fails unless r has code c and, for a retryable outcome, the
+// retry hint of 1s both as RetryInfo and as the pushback trailer.
+func wantReply(t *testing.T, what string, r Reply, c guard.Code, retry bool) {
+	t.Helper()
+	switch {
+	case r.Err != nil:
+		t.Errorf("%s: %v", what, r.Err)
+	case r.Code != c:
+		t.Errorf("%s: code %d %q, want %d", what, r.Code, r.Message, c)
+	case retry && (!r.HasRetry || r.RetryDelay != guard.DefaultRetryAfter || r.Pushback != "1000"):
+		t.Errorf("%s: retry hint %v (%v), pushback %q; want %v and \"1000\"", what, r.RetryDelay, r.HasRetry, r.Pushback, guard.DefaultRetryAfter)
+	case !retry && (r.HasRetry || r.Pushback != ""):
+		t.Errorf("%s: a retry hint (%v, %q) on an answer retrying cannot help", what, r.RetryDelay, r.Pushback)
+	}
+}
+
+// RPCExclusion: 30 concurrent calls for one order, split across replicas a
+// and b, run one at a time: a read-sleep-write counter loses no update, no
+// two handlers overlap, and fencing tokens rise in handler order.
+func RPCExclusion(t *testing.T, a, b RPCAdapter) {
+	var (
+		mu               sync.Mutex
+		counter          int
+		tokens           []int64
+		inside, overlaps atomic.Int32
+	)
+	pay := Method{Name: "Pay", Prefix: "order", Field: "value", Wait: 60 * time.Second,
+		Handler: func(ctx context.Context, id string, l *core.Lease, ok bool) error {
+			if !ok {
+				return errors.New("no lease")
+			}
+			if inside.Add(1) != 1 {
+				overlaps.Add(1)
+			}
+			mu.Lock()
+			v := counter
+			tokens = append(tokens, l.Token())
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond) // a critical section worth overlapping
+			mu.Lock()
+			counter = v + 1
+			mu.Unlock()
+			inside.Add(-1)
+			return nil
+		}}
+	e := newRPCEnv(t, a, b, pay)
+	ctx := testkit.Context(t, 120*time.Second)
+	const n = 30
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if r := e.reps[i%2].call.Call(ctx, "Pay", "7"); r.Err != nil || r.Code != guard.CodeOK {
+				t.Errorf("call %d: %d %q %v", i, r.Code, r.Message, r.Err)
+			}
+		})
+	}
+	wg.Wait()
+	if counter != n || overlaps.Load() != 0 {
+		t.Errorf("counter %d (want %d), %d handlers overlapped", counter, n, overlaps.Load())
+	}
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("fencing tokens not increasing in handler order at %d: %v", i, tokens)
+		}
+	}
+	if e.reps[0].obs.read(func(r *recorder) bool { return r.contended == 0 }) && e.reps[1].obs.read(func(r *recorder) bool { return r.contended == 0 }) {
+		t.Error("no call ever found the lock held: the calls did not contend, the test proves nothing")
+	}
+}
+
+// counted is a Method handler that counts its calls and answers OK.
+func counted(n *atomic.Int32) func(context.Context, string, *core.Lease, bool) error {
+	return func(context.Context, string, *core.Lease, bool) error { n.Add(1); return nil }
+}
+
+// RPCNoWait: while another holds the order, a no-wait call is answered
+// Aborted with the retry hint (RetryInfo and pushback trailer) without its
+// handler running.
+func RPCNoWait(t *testing.T, a, b RPCAdapter) {
+	var calls atomic.Int32
+	e := newRPCEnv(t, a, b, Method{Name: "Ship", Prefix: "order", Field: "value", NoWait: true, Handler: counted(&calls)})
+	ctx := testkit.Context(t, 30*time.Second)
+	l, err := e.reps[1].client.Acquire(ctx, "order:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReply(t, "no-wait call on a held order", e.reps[0].call.Call(ctx, "Ship", "1"), guard.CodeAborted, true)
+	_ = l.Release(ctx)
+	wantReply(t, "no-wait call on a free order", e.reps[0].call.Call(ctx, "Ship", "1"), guard.CodeOK, false)
+	if n := calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1", n)
+	}
+}
+
+// RPCLimit: with every permit of a Limit held, a call is answered
+// ResourceExhausted with the retry hint.
+func RPCLimit(t *testing.T, a, b RPCAdapter) {
+	var calls atomic.Int32
+	e := newRPCEnv(t, a, b, Method{Name: "Export", Prefix: "export", Field: "value", Limit: 2, Wait: 200 * time.Millisecond, Handler: counted(&calls)})
+	ctx := testkit.Context(t, 30*time.Second)
+	sem := e.reps[1].client.Semaphore("export:t1", 2)
+	for range 2 {
+		l, err := sem.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = l.Release(context.Background()) }()
+	}
+	wantReply(t, "a third call", e.reps[0].call.Call(ctx, "Export", "t1"), guard.CodeResourceExhausted, true)
+	if n := calls.Load(); n != 0 {
+		t.Errorf("handler ran %d times", n)
+	}
+}
+
+// RPCRedisDown: with Redis killed, a fail-closed method is answered
+// Unavailable with the retry hint, its handler not run; a fail-open one
+// runs unlocked, and the Observer is told.
+func RPCRedisDown(t *testing.T, a, b RPCAdapter) {
+	var closed, unlocked atomic.Int32
+	e := newRPCEnv(t, a, b,
+		Method{Name: "Closed", Prefix: "c", Field: "value", Handler: counted(&closed)},
+		Method{Name: "Open", Prefix: "o", Field: "value", FailOpen: true, Handler: func(_ context.Context, _ string, _ *core.Lease, ok bool) error {
+			if !ok {
+				unlocked.Add(1)
+			}
+			return nil
+		}})
+	ctx := testkit.Context(t, 60*time.Second)
+	wantReply(t, "with Redis up", e.reps[0].call.Call(ctx, "Closed", "1"), guard.CodeOK, false)
+	e.srv.Kill()
+	wantReply(t, "fail-closed with Redis down", e.reps[0].call.Call(ctx, "Closed", "2"), guard.CodeUnavailable, true)
+	wantReply(t, "fail-open with Redis down", e.reps[0].call.Call(ctx, "Open", "2"), guard.CodeOK, false)
+	if closed.Load() != 1 || unlocked.Load() != 1 {
+		t.Errorf("fail-closed handler ran %d times (want 1), fail-open unlocked %d (want 1)", closed.Load(), unlocked.Load())
+	}
+	e.reps[0].obs.await(t, 5*time.Second, "the Observer's Unlocked", func(r *recorder) bool { return len(r.unlocked) == 1 })
+}
+
+// RPCBadKeys: an empty id is the caller's mistake (InvalidArgument, naming
+// the part), a field the message lacks the server's (Internal); neither
+// runs the handler.
+func RPCBadKeys(t *testing.T, a, b RPCAdapter) {
+	var calls atomic.Int32
+	e := newRPCEnv(t, a, b,
+		Method{Name: "Pay", Prefix: "order", Field: "value", Handler: counted(&calls)},
+		Method{Name: "Bad", Prefix: "order", Field: "nope", Handler: counted(&calls)})
+	ctx := testkit.Context(t, 30*time.Second)
+	r := e.reps[0].call.Call(ctx, "Pay", "")
+	wantReply(t, "empty id", r, guard.CodeInvalidArgument, false)
+	if !strings.Contains(r.Message, `"value"`) {
+		t.Errorf("empty id: message %q does not name the part", r.Message)
+	}
+	wantReply(t, "a field the message lacks", e.reps[0].call.Call(ctx, "Bad", "1"), guard.CodeInternal, false)
+	if n := calls.Load(); n != 0 {
+		t.Errorf("handler ran %d times", n)
+	}
+}
+
+// RPCIdenticalAnswers: every outcome that stops a call is answered with
+// the same code, message, retry hint and pushback trailer by replica A and
+// replica B, whatever their protocols: contended, limited, a bad key, a
+// misconfigured key, Redis down.
+func RPCIdenticalAnswers(t *testing.T, a, b RPCAdapter) {
+	var calls atomic.Int32
+	e := newRPCEnv(t, a, b,
+		Method{Name: "Ship", Prefix: "order", Field: "value", NoWait: true, Handler: counted(&calls)},
+		Method{Name: "Export", Prefix: "export", Field: "value", Limit: 1, NoWait: true, Handler: counted(&calls)},
+		Method{Name: "Bad", Prefix: "order", Field: "nope", Handler: counted(&calls)})
+	ctx := testkit.Context(t, 60*time.Second)
+	l, err := e.reps[1].client.Acquire(ctx, "order:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Release(context.Background()) }()
+	p, err := e.reps[1].client.Semaphore("export:1", 1).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Release(context.Background()) }()
+	for _, tc := range []struct {
+		name, method, id string
+		code             guard.Code
+		retry            bool
+	}{
+		{"contended", "Ship", "1", guard.CodeAborted, true},
+		{"limited", "Export", "1", guard.CodeResourceExhausted, true},
+		{"bad key", "Ship", "", guard.CodeInvalidArgument, false},
+		{"misconfigured", "Bad", "1", guard.CodeInternal, false},
+		{"redis down", "Ship", "2", guard.CodeUnavailable, true},
+	} {
+		if tc.name == "redis down" {
+			e.srv.Kill()
+		}
+		var replies [2]Reply
+		for i := range e.reps {
+			replies[i] = e.reps[i].call.Call(ctx, tc.method, tc.id)
+			wantReply(t, tc.name+" on "+e.reps[i].adapter.Name, replies[i], tc.code, tc.retry)
+		}
+		if replies[0] != replies[1] {
+			t.Errorf("%s: %s answered %+v, %s %+v", tc.name, a.Name, replies[0], b.Name, replies[1])
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("handler ran %d times", n)
+	}
+}
+
+// RPCMaxHold: a call holding its lock past MaxHold (300ms) sees its
+// context end with cause core.ErrMaxHold; failing for it, it is answered
+// Aborted with a retry hint, the release-error hook hears ErrMaxHold, and
+// a call waiting for the order on the other replica is served right after
+// (TTL 30s: freed by the release, not the expiry), never beside it.
+func RPCMaxHold(t *testing.T, a, b RPCAdapter) {
+	entered, returned := newSignal(), newSignal()
+	var cause atomic.Value
+	var overlap atomic.Bool
+	relErr := make(chan error, 4)
+	pay := Method{Name: "Pay", Prefix: "order", Field: "value", Wait: 20 * time.Second, MaxHold: 300 * time.Millisecond,
+		ReleaseError: func(err error) { relErr <- err },
+		Handler: func(ctx context.Context, _ string, _ *core.Lease, _ bool) error {
+			entered.fire()
+			<-ctx.Done()
+			cause.Store(context.Cause(ctx))
+			returned.fire()
+			return ctx.Err()
+		}}
+	refund := Method{Name: "Refund", Prefix: "order", Field: "value", Wait: 20 * time.Second, // the same key
+		Handler: func(context.Context, string, *core.Lease, bool) error {
+			select {
+			case <-returned.ch:
+			default:
+				overlap.Store(true)
+			}
+			return nil
+		}}
+	e := newRPCEnv(t, a, b, pay, refund)
+	ctx := testkit.Context(t, 60*time.Second)
+	first := make(chan Reply, 1)
+	go func() { first <- e.reps[0].call.Call(ctx, "Pay", "12") }()
+	entered.wait(t, 10*time.Second, "the holder's handler")
+	next := make(chan Reply, 1)
+	go func() { next <- e.reps[1].call.Call(ctx, "Refund", "12") }()
+	r := testkit.Recv(t, first, 10*time.Second, "the holder's reply")
+	wantReply(t, "the call past its MaxHold", r, guard.CodeAborted, true)
+	if c, _ := cause.Load().(error); !errors.Is(c, core.ErrMaxHold) {
+		t.Fatalf("the handler's context ended with %v, want core.ErrMaxHold", c)
+	}
+	if r := testkit.Recv(t, next, 10*time.Second, "the next call"); r.Err != nil || r.Code != guard.CodeOK {
+		t.Errorf("the next call: %d %q %v", r.Code, r.Message, r.Err)
+	}
+	if err := testkit.Recv(t, relErr, 10*time.Second, "the release-error hook"); !errors.Is(err, core.ErrMaxHold) {
+		t.Errorf("release-error hook got %v, want core.ErrMaxHold", err)
+	}
+	if overlap.Load() {
+		t.Error("the next call ran beside the holder past its MaxHold")
+	}
+}
+
+// RPCIdleStream: a client stream keyed by its first message that then stays
+// silent frees its lock at MaxHold while the stream is still open (TTL
+// 30s: the lock is released, it does not expire): its handler waits in a
+// receive, idle. Another call then takes the key at once, and the stream,
+// when the client ends it, is answered Aborted with a retry hint, as a
+// call whose handler failed for its MaxHold.
+func RPCIdleStream(t *testing.T, a, b RPCAdapter) {
+	received := make(chan error, 1)
+	e := newRPCEnv(t, a, b,
+		Method{Name: "Import", Stream: true, Prefix: "tenant", Field: "value", MaxHold: 300 * time.Millisecond,
+			StreamHandler: func(ctx context.Context, recv func() (string, error)) error {
+				for {
+					if _, err := recv(); err != nil {
+						received <- err
+						if errors.Is(err, io.EOF) {
+							return nil
+						}
+						return err
+					}
+				}
+			}},
+		Method{Name: "Settings", Prefix: "tenant", Field: "value", NoWait: true, Handler: func(context.Context, string, *core.Lease, bool) error { return nil }})
+	ctx := testkit.Context(t, 60*time.Second)
+	s, err := e.reps[0].call.Stream(ctx, "Import")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Send("acme"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WaitFor(t, 10*time.Second, "the first message to take the lock", func() bool { return e.held(ctx, "tenant:acme") })
+	// The client stays silent, the stream open.
+	testkit.WaitFor(t, 10*time.Second, "the idle stream's lock to be freed at MaxHold", func() bool { return !e.held(ctx, "tenant:acme") })
+	wantReply(t, "a call on the idle stream's key", e.reps[1].call.Call(ctx, "Settings", "acme"), guard.CodeOK, false)
+	wantReply(t, "the stream, ended after its bound", s.CloseAndReceive(), guard.CodeAborted, true)
+	if err := testkit.Recv(t, received, 10*time.Second, "the handler's receive"); err == nil || errors.Is(err, io.EOF) {
+		t.Errorf("the handler's receive after the bound returned %v, want the hold's end", err)
+	}
+}
