@@ -30,7 +30,7 @@ type (
 // connectOptions are m's connectlock options.
 func connectOptions(m conformance.Method) []connectlock.Option {
 	opts := []connectlock.Option{connectlock.Key(connectlock.Const(m.Prefix), connectlock.Field(m.Field)),
-		connectlock.Wait(m.Wait), connectlock.MaxHold(m.MaxHold), connectlock.Limit(m.Limit)}
+		connectlock.Wait(m.Wait), connectlock.MaxHold(m.MaxHold), connectlock.Limit(m.Limit), connectlock.AcquireOptions(m.AcquireOptions...)}
 	for _, o := range []struct {
 		given bool
 		opt   func() connectlock.Option

@@ -21,7 +21,7 @@ func buildEcho(t testing.TB, client *core.Client, routes ...conformance.Route) h
 	e.Use(echo4mw.RecoverWithConfig(echo4mw.RecoverConfig{DisablePrintStack: true}))
 	for _, rt := range routes {
 		cfg := echolock.Config{Client: client, Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL, MaxHold: rt.MaxHold, FailOpen: rt.FailOpen,
-			TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW]}
+			TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW], AcquireOptions: rt.AcquireOptions}
 		cfg.KeyParts, cfg.Keys, cfg.KeyFromRoute = keyFields(rt)
 		if f := rt.ReleaseError; f != nil {
 			cfg.ReleaseErrorHandler = func(_ echo4.Context, err error) { f(err) }

@@ -31,7 +31,7 @@ func buildEcho5(t testing.TB, client *core.Client, routes ...conformance.Route) 
 		mw := echo5lock.NewWithConfig(echo5lock.Config{
 			Client: client, KeyParts: keyParts, Keys: keys, KeyFromRoute: fromRoute, ReleaseErrorHandler: onRelease,
 			Wait: rt.Wait, NoWait: rt.NoWait, TTL: rt.TTL, MaxHold: rt.MaxHold, FailOpen: rt.FailOpen,
-			TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW],
+			TokenHeader: rt.TokenHeader, Limit: rt.Limit, ReadWrite: rwNames[rt.RW], AcquireOptions: rt.AcquireOptions,
 		})
 		handle := func(c *echo5.Context) error {
 			l, ok := echo5lock.Lease(c)

@@ -18,7 +18,7 @@ var Gin = conformance.Adapter{Name: "gin", Build: buildGin}
 var ginOptions = optionSet[ginlock.Option, ginlock.Part]{
 	key: ginlock.Key, keyFromRoute: ginlock.KeyFromRoute, wait: ginlock.Wait, ttl: ginlock.TTL, maxHold: ginlock.MaxHold,
 	noWait: ginlock.NoWait, failOpen: ginlock.FailOpen, tokenHeader: ginlock.TokenHeader, limit: ginlock.Limit,
-	byMethod: ginlock.ReadWrite, readSide: ginlock.ReadSide, writeSide: ginlock.WriteSide,
+	byMethod: ginlock.ReadWrite, readSide: ginlock.ReadSide, writeSide: ginlock.WriteSide, acquireOptions: ginlock.AcquireOptions,
 	parts: map[string]func(string) ginlock.Part{"const": ginlock.Const, "param": ginlock.Param, "header": ginlock.Header, "query": ginlock.Query, "cookie": ginlock.Cookie},
 	releaseError: func(f func(error)) ginlock.Option {
 		return ginlock.OnReleaseError(func(_ *gin.Context, err error) { f(err) })

@@ -32,7 +32,7 @@ var GRPC = conformance.RPCAdapter{Name: "grpc", Serve: serveGRPC}
 // grpcOptions are m's grpclock options.
 func grpcOptions(m conformance.Method) []grpclock.Option {
 	opts := []grpclock.Option{grpclock.Key(grpclock.Const(m.Prefix), grpclock.Field(m.Field)),
-		grpclock.Wait(m.Wait), grpclock.MaxHold(m.MaxHold), grpclock.Limit(m.Limit)}
+		grpclock.Wait(m.Wait), grpclock.MaxHold(m.MaxHold), grpclock.Limit(m.Limit), grpclock.AcquireOptions(m.AcquireOptions...)}
 	if m.NoWait {
 		opts = append(opts, grpclock.NoWait())
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
 	"github.com/lockkit/lockkit/testing/conformance"
 )
@@ -23,6 +24,7 @@ type optionSet[O, P any] struct {
 	limit                         func(int) O
 	byMethod, readSide, writeSide func() O
 	releaseError                  func(func(error)) O
+	acquireOptions                func(...core.AcquireOption) O
 }
 
 // options are rt's options.
@@ -47,6 +49,7 @@ func (s optionSet[O, P]) options(t testing.TB, rt conformance.Route) []O {
 		{rt.RW == conformance.RWRead, s.readSide},
 		{rt.RW == conformance.RWWrite, s.writeSide},
 		{rt.ReleaseError != nil, func() O { return s.releaseError(rt.ReleaseError) }},
+		{len(rt.AcquireOptions) > 0, func() O { return s.acquireOptions(rt.AcquireOptions...) }},
 	} {
 		if o.given {
 			opts = append(opts, o.opt())

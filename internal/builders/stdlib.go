@@ -21,7 +21,7 @@ var Chi = conformance.Adapter{Name: "chi", Build: buildChi}
 var httpOptions = optionSet[httplock.Option, httplock.Part]{
 	key: httplock.Key, keyFromRoute: httplock.KeyFromRoute, wait: httplock.Wait, ttl: httplock.TTL, maxHold: httplock.MaxHold,
 	noWait: httplock.NoWait, failOpen: httplock.FailOpen, tokenHeader: httplock.TokenHeader, limit: httplock.Limit,
-	byMethod: httplock.ReadWrite, readSide: httplock.ReadSide, writeSide: httplock.WriteSide,
+	byMethod: httplock.ReadWrite, readSide: httplock.ReadSide, writeSide: httplock.WriteSide, acquireOptions: httplock.AcquireOptions,
 	parts: map[string]func(string) httplock.Part{"const": httplock.Const, "param": httplock.Param, "header": httplock.Header, "query": httplock.Query, "cookie": httplock.Cookie},
 	releaseError: func(f func(error)) httplock.Option {
 		return httplock.OnReleaseError(func(_ *http.Request, err error) { f(err) })

@@ -51,7 +51,11 @@ type Route struct {
 	Limit    int
 	RW       RW
 	MoreKeys []string
-	Handler  Handler
+	// AcquireOptions are passed through the adapter's AcquireOptions
+	// (echo: Config.AcquireOptions): core options the adapter has none of
+	// its own for, such as core.MaxWaiters.
+	AcquireOptions []core.AcquireOption
+	Handler        Handler
 }
 
 // RW is which side of a read/write lock a route takes.

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/internal/testkit"
 )
 
 // gate holds handlers inside until it is opened, and counts them: a
@@ -255,5 +257,76 @@ func MultiKey(t *testing.T, a, b Adapter) {
 	}
 	if n := wrongLeases.Load(); n != 0 {
 		t.Errorf("%d answers without one token per key", n)
+	}
+}
+
+// holdFor takes, on client, what keeps a route of the given kind waiting
+// on key: the mutex, the one permit of a semaphore of 1, the read side
+// against a writer, the write side against a reader.
+func holdFor(ctx context.Context, client *core.Client, key string, limit int, rw RW) (*core.Lease, error) {
+	switch {
+	case limit > 0:
+		return client.Semaphore(key, limit).Acquire(ctx)
+	case rw == RWRead:
+		return client.RWLock(key).Lock(ctx)
+	case rw != RWNone:
+		return client.RWLock(key).RLock(ctx)
+	}
+	return client.Acquire(ctx, key)
+}
+
+// maxWaitersKinds are the kinds MaxWaitersBound and RPCMaxWaiters bound,
+// with the status a refusal gets.
+var maxWaitersKinds = []struct {
+	name  string
+	limit int
+	rw    RW
+	http  int
+}{
+	{"mutex", 0, RWNone, http.StatusConflict},
+	{"semaphore", 1, RWNone, http.StatusTooManyRequests},
+	{"read side", 0, RWRead, http.StatusConflict},
+	{"write side", 0, RWWrite, http.StatusConflict},
+}
+
+// MaxWaitersBound: core.MaxWaiters(1) given through the adapter's
+// AcquireOptions bounds the replica's local queue for every kind of lock:
+// with the lock held and one request waiting on the replica, four more are
+// refused at once (409, 429 for a semaphore), their handlers not run,
+// while the first still waits; it is served once the lock frees.
+func MaxWaitersBound(t *testing.T, a, b Adapter) {
+	for _, k := range maxWaitersKinds {
+		t.Run(k.name, func(t *testing.T) {
+			var calls atomic.Int32
+			e := newEnv(t, a, b, ttl, Route{Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, Limit: k.limit, RW: k.rw,
+				Wait: 60 * time.Second, AcquireOptions: []core.AcquireOption{core.MaxWaiters(1)},
+				Handler: func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, ok bool) {
+					calls.Add(1)
+					writeOK(w)
+				}})
+			ctx := e.ctx(60 * time.Second)
+			held, err := holdFor(ctx, e.reps[1].client, "order:1", k.limit, k.rw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := make(chan response, 1)
+			go func() { first <- e.do(ctx, 0, http.MethodPost, "/orders/1/pay") }()
+			testkit.WaitFor(t, 10*time.Second, "the first request waiting", func() bool { return e.reps[0].client.Stats().Waiters == 1 })
+			for i := range 4 {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second) // refused at once, not after a wait
+				r := e.do(rctx, 0, http.MethodPost, "/orders/1/pay")
+				cancel()
+				if r.status != k.http {
+					t.Errorf("request %d beyond MaxWaiters(1): %d %q %v, want %d at once", i, r.status, r.body, r.err, k.http)
+				}
+			}
+			if n := e.reps[0].client.Stats().Waiters; n != 1 || calls.Load() != 0 {
+				t.Errorf("after the refusals: %d waiting (want the first), %d handlers ran", n, calls.Load())
+			}
+			_ = held.Release(ctx)
+			if r := testkit.Recv(t, first, 30*time.Second, "the first request"); r.status != http.StatusOK {
+				t.Errorf("the first request: %d %q %v", r.status, r.body, r.err)
+			}
+		})
 	}
 }

@@ -40,6 +40,9 @@ type Method struct {
 	MaxHold       time.Duration
 	Limit         int
 	FailOpen      bool
+	// AcquireOptions are passed through the adapter's AcquireOptions
+	// (core.MaxWaiters, ...).
+	AcquireOptions []core.AcquireOption
 	// ReleaseError, when set, is the adapter's release-error hook
 	// (OnReleaseError).
 	ReleaseError func(error)

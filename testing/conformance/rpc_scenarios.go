@@ -32,6 +32,7 @@ func RunRPC(t *testing.T, a RPCAdapter) {
 		{"identical answers for each outcome", RPCIdenticalAnswers},
 		{"MaxHold ends the handler's context and frees the lock", RPCMaxHold},
 		{"an idle stream past MaxHold frees the lock", RPCIdleStream},
+		{"MaxWaiters through AcquireOptions bounds the queue", RPCMaxWaiters},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -380,5 +381,42 @@ func RPCIdleStream(t *testing.T, a, b RPCAdapter) {
 	wantReply(t, "the stream, ended after its bound", s.CloseAndReceive(), guard.CodeAborted, true)
 	if err := testkit.Recv(t, received, 10*time.Second, "the handler's receive"); err == nil || errors.Is(err, io.EOF) {
 		t.Errorf("the handler's receive after the bound returned %v, want the hold's end", err)
+	}
+}
+
+// RPCMaxWaiters: core.MaxWaiters(1) given through the adapter's
+// AcquireOptions bounds the replica's local queue: with the lock held and
+// one call waiting, four more are refused at once (Aborted, or
+// ResourceExhausted for a semaphore, with the retry hint), their handlers
+// not run; the first is served once the lock frees.
+func RPCMaxWaiters(t *testing.T, a, b RPCAdapter) {
+	for _, k := range maxWaitersKinds[:2] {
+		t.Run(k.name, func(t *testing.T) {
+			var calls atomic.Int32
+			e := newRPCEnv(t, a, b, Method{Name: "Pay", Prefix: "order", Field: "value", Limit: k.limit, Wait: 60 * time.Second,
+				AcquireOptions: []core.AcquireOption{core.MaxWaiters(1)}, Handler: counted(&calls)})
+			ctx := testkit.Context(t, 60*time.Second)
+			held, err := holdFor(ctx, e.reps[1].client, "order:1", k.limit, k.rw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := make(chan Reply, 1)
+			go func() { first <- e.reps[0].call.Call(ctx, "Pay", "1") }()
+			testkit.WaitFor(t, 10*time.Second, "the first call waiting", func() bool { return e.reps[0].client.Stats().Waiters == 1 })
+			code := guard.CodeAborted
+			if k.limit > 0 {
+				code = guard.CodeResourceExhausted
+			}
+			for range 4 {
+				rctx, cancel := context.WithTimeout(ctx, 10*time.Second) // refused at once, not after a wait
+				wantReply(t, "a call beyond MaxWaiters(1)", e.reps[0].call.Call(rctx, "Pay", "1"), code, true)
+				cancel()
+			}
+			if n := e.reps[0].client.Stats().Waiters; n != 1 || calls.Load() != 0 {
+				t.Errorf("after the refusals: %d waiting (want the first), %d handlers ran", n, calls.Load())
+			}
+			_ = held.Release(ctx)
+			wantReply(t, "the first call", testkit.Recv(t, first, 30*time.Second, "the first call"), guard.CodeOK, false)
+		})
 	}
 }

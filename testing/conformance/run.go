@@ -32,6 +32,7 @@ func Run(t *testing.T, a Adapter) {
 		{"MaxHold ends the handler's context and frees the lock", MaxHold},
 		{"identical answers for each outcome", IdenticalAnswers},
 		{"the route's key", RouteKey},
+		{"MaxWaiters through AcquireOptions bounds every kind", MaxWaitersBound},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
