@@ -1,6 +1,8 @@
 package connectlock_test
 
 import (
+	"github.com/lockkit/lockkit/guard/rpckey"
+
 	"context"
 	"log/slog"
 	"net/http"
@@ -44,7 +46,7 @@ func TestMisconfigurationIsLoggedOncePerProcedure(t *testing.T) {
 		}
 	}
 	for _, p := range procs {
-		if n := logs.Count("misconfigured", "procedure="+p+" ", "account"); n != 1 {
+		if n := logs.Count("misconfigured", "procedure="+rpckey.Name(p)+" ", "account"); n != 1 {
 			t.Errorf("%s logged %d times, want once: %d lines", p, n, logs.Count())
 		}
 	}

@@ -1,6 +1,8 @@
 package grpclock_test
 
 import (
+	"github.com/lockkit/lockkit/guard/rpckey"
+
 	"io"
 	"testing"
 	"time"
@@ -31,7 +33,7 @@ func TestMisconfigurationIsLoggedOncePerMethod(t *testing.T) {
 		wantCode(t, err, codes.Internal)
 	}
 	for _, method := range []string{testpb.Test_Pay_FullMethodName, testpb.Test_PayKeyed_FullMethodName} {
-		if n := logs.Count("misconfigured", method+":", "account"); n != 1 {
+		if n := logs.Count("misconfigured", rpckey.Name(method)+":", "account"); n != 1 {
 			t.Errorf("%s logged %d times, want once: %d lines", method, n, logs.Count())
 		}
 	}
