@@ -109,28 +109,20 @@ type herdResult struct {
 // (vs-mutex). Unlike the microseconds of commandstats, the count does not
 // depend on what else the machine does. Skipped without valgrind.
 func BenchmarkHerdInstructions(b *testing.B) {
-	vg, err := exec.LookPath("valgrind")
-	if err != nil {
-		b.Skip("valgrind not installed")
-	}
-	control, err := exec.LookPath("callgrind_control")
-	if err != nil {
-		b.Skip("callgrind_control not installed")
-	}
 	for _, w := range herdSizes {
 		var mutex float64
 		for _, k := range herdKinds {
 			b.Run(fmt.Sprintf("W%d/%s", w, k.name), func(b *testing.B) {
-				out := filepath.Join(b.TempDir(), "callgrind.out")
-				srv := redistest.Start(b, redistest.WithWrapper(vg, "--tool=callgrind", "--callgrind-out-file="+out))
-				r := herdRun(b, srv, k, w, false, func(start bool) {
+				srv := underCallgrind(b)
+				var total int64
+				r := herdRun(b, srv.Server, k, w, false, func(start bool) {
 					if start {
-						callgrind(b, control, "-z", srv.Pid())
+						srv.zero()
 					} else {
-						callgrind(b, control, "-d", srv.Pid())
+						total = srv.total()
 					}
 				})
-				instr := float64(dumpedInstructions(b, out)) / float64(max(r.served, 1))
+				instr := float64(total) / float64(max(r.served, 1))
 				if k.name == "mutex" {
 					mutex = instr
 				}
@@ -152,17 +144,12 @@ func herdRun(b *testing.B, srv *redistest.Server, k herdKind, w int, cold bool, 
 	if err := srv.Client.FlushAll(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
-	var cs []*core.Client
-	for range 3 {
-		rdb := goRedisClient(srv.Addr(), nil)
-		c, err := core.New(rdb, core.WithTTL(ttl))
-		if err != nil {
-			b.Fatal(err)
+	cs := replicaClients(b, srv, 3)
+	defer func() {
+		for _, c := range cs {
+			_ = c.Close() // before the next run on srv (Close is idempotent)
 		}
-		defer rdb.Close()
-		defer c.Close()
-		cs = append(cs, c)
-	}
+	}()
 	// Warm up: scripts loaded, connections dialled.
 	for _, c := range cs {
 		for i := range 4 {
@@ -257,34 +244,15 @@ func herdRun(b *testing.B, srv *redistest.Server, k herdKind, w int, cold bool, 
 // The mutex serves a herd cheaper than this by handing the lock to the
 // next caller of the same process for a bounded run (BenchmarkHerd).
 func BenchmarkRoundRobinInstructions(b *testing.B) {
-	vg, err := exec.LookPath("valgrind")
-	if err != nil {
-		b.Skip("valgrind not installed")
-	}
-	control, err := exec.LookPath("callgrind_control")
-	if err != nil {
-		b.Skip("callgrind_control not installed")
-	}
 	const cycles = 300
 	for _, k := range herdKinds {
 		if k.name == "readers-writers" {
 			continue // readers share: no turns to take
 		}
 		b.Run(k.name, func(b *testing.B) {
-			out := filepath.Join(b.TempDir(), "callgrind.out")
-			srv := redistest.Start(b, redistest.WithWrapper(vg, "--tool=callgrind", "--callgrind-out-file="+out))
+			srv := underCallgrind(b)
 			ctx := context.Background()
-			var cs []*core.Client
-			for range 3 {
-				rdb := goRedisClient(srv.Addr(), nil)
-				c, err := core.New(rdb, core.WithTTL(ttl))
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer rdb.Close()
-				defer c.Close()
-				cs = append(cs, c)
-			}
+			cs := replicaClients(b, srv.Server, 3)
 			// A semaphore's turns need its permits held: one holder keeps
 			// one of the two, the callers take turns on the other.
 			if k.limit > 1 {
@@ -314,12 +282,57 @@ func BenchmarkRoundRobinInstructions(b *testing.B) {
 				wg.Wait()
 			}
 			run(50) // warm-up: scripts loaded, every process queued
-			callgrind(b, control, "-z", srv.Pid())
+			srv.zero()
 			b.ResetTimer()
 			run(cycles)
 			b.StopTimer()
-			callgrind(b, control, "-d", srv.Pid())
-			b.ReportMetric(float64(dumpedInstructions(b, out))/float64(served.Load()), "redis-instr/served")
+			b.ReportMetric(float64(srv.total())/float64(served.Load()), "redis-instr/served")
 		})
 	}
+}
+
+// replicaClients returns n lockkit Clients on srv, each on its own go-redis
+// client (as replicas of a service would be), closed when b ends.
+func replicaClients(b *testing.B, srv *redistest.Server, n int) []*core.Client {
+	cs := make([]*core.Client, n)
+	for i := range cs {
+		rdb := goRedisClient(srv.Addr(), nil)
+		c, err := core.New(rdb, core.WithTTL(ttl))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = c.Close(); _ = rdb.Close() })
+		cs[i] = c
+	}
+	return cs
+}
+
+// counted is a redis-server under callgrind: zero starts its count, total
+// dumps it and returns it (see BenchmarkRedisInstructions).
+type counted struct {
+	*redistest.Server
+	b            *testing.B
+	control, out string
+}
+
+// underCallgrind starts a redis-server under callgrind, or skips b where
+// valgrind is not installed.
+func underCallgrind(b *testing.B) *counted {
+	vg, err := exec.LookPath("valgrind")
+	if err != nil {
+		b.Skip("valgrind not installed")
+	}
+	control, err := exec.LookPath("callgrind_control")
+	if err != nil {
+		b.Skip("callgrind_control not installed")
+	}
+	out := filepath.Join(b.TempDir(), "callgrind.out")
+	srv := redistest.Start(b, redistest.WithWrapper(vg, "--tool=callgrind", "--callgrind-out-file="+out))
+	return &counted{Server: srv, b: b, control: control, out: out}
+}
+
+func (c *counted) zero() { callgrind(c.b, c.control, "-z", c.Pid()) }
+func (c *counted) total() int64 {
+	callgrind(c.b, c.control, "-d", c.Pid())
+	return dumpedInstructions(c.b, c.out)
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lockkit/lockkit/internal/redistest"
 )
 
 // Cycles of BenchmarkRedisInstructions: warm-up (scripts loaded,
@@ -31,18 +29,9 @@ const (
 // (-d). It runs once whatever b.N is (make bench passes -benchtime 1x), and
 // is skipped where valgrind is not installed (apt-get install -y valgrind).
 func BenchmarkRedisInstructions(b *testing.B) {
-	vg, err := exec.LookPath("valgrind")
-	if err != nil {
-		b.Skip("valgrind not installed")
-	}
-	control, err := exec.LookPath("callgrind_control")
-	if err != nil {
-		b.Skip("callgrind_control not installed")
-	}
 	for _, sp := range specs {
 		b.Run(sp.name, func(b *testing.B) {
-			out := filepath.Join(b.TempDir(), "callgrind.out")
-			srv := redistest.Start(b, redistest.WithWrapper(vg, "--tool=callgrind", "--callgrind-out-file="+out))
+			srv := underCallgrind(b)
 			l, err := sp.mk(srv.Addr(), nil)
 			if err != nil {
 				b.Fatal(err)
@@ -51,14 +40,13 @@ func BenchmarkRedisInstructions(b *testing.B) {
 			for range costWarmup {
 				uncontendedCycle(b, sp.name, l, "bench:cost")
 			}
-			callgrind(b, control, "-z", srv.Pid())
+			srv.zero()
 			b.ResetTimer()
 			for range costCycles {
 				uncontendedCycle(b, sp.name, l, "bench:cost")
 			}
 			b.StopTimer()
-			callgrind(b, control, "-d", srv.Pid())
-			b.ReportMetric(float64(dumpedInstructions(b, out))/costCycles, "redis-instr/cycle")
+			b.ReportMetric(float64(srv.total())/costCycles, "redis-instr/cycle")
 		})
 	}
 }
