@@ -40,13 +40,16 @@ demo:
 # core's FeatureCost) run a fixed number of rounds, ROUNDS, and are added to
 # the same raw.txt. BenchmarkRedisInstructions counts redis-server's
 # instructions per uncontended cycle under valgrind (callgrind), once per
-# library; it is skipped where valgrind is not installed.
+# library, BenchmarkHerdInstructions and BenchmarkRoundRobinInstructions
+# per served acquire of a herd and of processes taking turns; they are
+# skipped where valgrind is not installed. BenchmarkHerd runs each herd
+# for a fixed 3 s budget, three times (alone, cold keys alone, both).
 BENCHTIME ?= 3s
 ROUNDS ?= 200x
 bench:
 	cd bench && $(GO) test -run '^$$' -bench '^Benchmark[^RS]|^BenchmarkS[^1]' -benchtime $(BENCHTIME) -count 1 -timeout 60m . | tee results/raw.txt
 	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkS1Turns$$' -benchtime $(ROUNDS) -count 1 -timeout 10m . | grep '^Benchmark' | tee -a results/raw.txt
-	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkRedisInstructions$$' -benchtime 1x -count 1 -timeout 10m . | grep '^Benchmark' | tee -a results/raw.txt
+	cd bench && $(GO) test -run '^$$' -bench '^BenchmarkRedisInstructions$$|^BenchmarkRoundRobinInstructions$$' -benchtime 1x -count 1 -timeout 10m . | grep '^Benchmark' | tee -a results/raw.txt
 	$(GO) test -run '^$$' -bench '^BenchmarkFeatureCost$$' -benchtime $(ROUNDS) -count 1 -timeout 10m ./core | grep '^Benchmark' | tee -a bench/results/raw.txt
 	cd bench && $(GO) run ./cmd/report -in results/raw.txt -md results/RESULTS.md -png results/chart.png \
 		-note "Run $$(date -u +%Y-%m-%d) on $$(nproc) cores ($$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), Redis $$(redis-server --version | sed -n 's/.* v=\([^ ]*\).*/\1/p'), $$($(GO) version | cut -d' ' -f3), -benchtime $(BENCHTIME); one redis-server on loopback for all libraries."
