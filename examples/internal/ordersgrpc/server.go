@@ -27,6 +27,11 @@ import (
 // busy order before they are answered codes.Aborted.
 const DefaultWait = 5 * time.Second
 
+// DefaultMaxHold is how long a call holds its order's lock at most: the
+// streams' work takes milliseconds, so a stream still open at this bound
+// is a client that stopped sending, and gives the order up.
+const DefaultMaxHold = 30 * time.Second
+
 // Config is what NewServer needs.
 type Config struct {
 	Client *core.Client // the lock service (required unless NoLock)
@@ -34,6 +39,10 @@ type Config struct {
 	// Wait is the wait budget of PayOrder, RefundOrder, ImportLines and
 	// ExportLines (0: DefaultWait). ShipOrder never waits.
 	Wait time.Duration
+	// MaxHold bounds how long any call holds its order's lock (0:
+	// DefaultMaxHold): a stream that goes silent after its first message
+	// frees the order then, whatever the client does (grpclock.MaxHold).
+	MaxHold time.Duration
 	// NoLock leaves the lock out: the baseline that shows what it prevents.
 	NoLock bool
 	// Timeouts are the server's keepalive parameters (the zero value:
@@ -78,16 +87,20 @@ func NewServer(cfg Config) *grpc.Server {
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultWait
 	}
+	if cfg.MaxHold <= 0 {
+		cfg.MaxHold = DefaultMaxHold
+	}
+	hold := grpclock.MaxHold(cfg.MaxHold)
 	var chain []grpc.UnaryServerInterceptor
 	var schain []grpc.StreamServerInterceptor
 	if !cfg.NoLock {
 		chain = append(chain,
 			// (authentication would go here, before the lock)
-			selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.Wait(cfg.Wait)), methods(waiting)),
-			selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.NoWait()), methods(noWait)),
+			selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.Wait(cfg.Wait), hold), methods(waiting)),
+			selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.NoWait(), hold), methods(noWait)),
 		)
 		schain = append(schain, selector.StreamServerInterceptor(
-			grpclock.StreamServerInterceptor(cfg.Client, grpclock.FromFirstMessage(), grpclock.Wait(cfg.Wait)), methods(streams)))
+			grpclock.StreamServerInterceptor(cfg.Client, grpclock.FromFirstMessage(), grpclock.Wait(cfg.Wait), hold), methods(streams)))
 	}
 	recovered := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
 	chain = append(chain, recovery.UnaryServerInterceptor(recovered))

@@ -63,3 +63,36 @@ func TestSilentStreamCutByConnectionAge(t *testing.T) {
 	}
 	_ = l.Release(ctx)
 }
+
+// A stream that goes silent after its first message gives its order up at
+// the lock's maximum hold, long before any connection timeout: another
+// replica takes the order while the stream is still open, and the stream,
+// once its client goes on, is answered Aborted (what it sent came after
+// its lock's bound).
+func TestSilentStreamFreedAtMaxHold(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ev := newEvents()
+	book := newSignalBook(false)
+	cl := serve(t, Config{Client: newClient(t, srv, ev), Book: book, Wait: 20 * time.Second, MaxHold: 300 * time.Millisecond})
+	other := newClient(t, srv, core.NopObserver{})
+
+	imp, err := cl.ImportLines(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendLine(t, imp, "5", "a")
+	book.awaitAdded(t, "a") // the first message took order:5
+	// Silent from here on; the connection's own timeouts are minutes.
+	ev.await(t, ev.released, "order:5")
+	l, err := other.TryAcquire(ctx, "order:5")
+	if err != nil {
+		t.Fatalf("order:5 after the silent stream's maximum hold: %v", err)
+	}
+	_ = l.Release(ctx)
+	sendLine(t, imp, "5", "b")
+	if _, err := imp.CloseAndRecv(); status.Code(err) != codes.Aborted {
+		t.Errorf("the stream after its maximum hold ended with %v, want Aborted", err)
+	}
+}
