@@ -674,7 +674,9 @@ func (c *Client) localReleased(rkey string, elsewhere bool) {
 		// waits for its grant as queuedFor says.)
 		c.wakeHead(q)
 	}
-	c.tidy(rkey, q)
+	if id := c.tidy(rkey, q); id != "" {
+		c.releaseLater(q.names, id) // no caller here to wait for it
+	}
 }
 
 // queueID is the id of this Client's queue rkey in the lock's wait queue
