@@ -701,6 +701,12 @@ func (c *Client) beforeAttempt(rkey string) (queue string, place int64, more boo
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
 		q.contended = false
+		if q.id == "" && q.names.kind != kindMutex {
+			// A shared lock's waiter holds its place from its first
+			// refusal (a writer that waits keeps later readers out at
+			// once), so its head asks under an id from the start.
+			q.id = newToken()
+		}
 		queue = q.id
 		if q.passLeft > 0 {
 			q.passLeft--
