@@ -68,12 +68,17 @@ func newServer(locks *core.Client, work func(context.Context)) *grpc.Server {
 			MaxConnectionAgeGrace: time.Minute, Time: time.Minute, Timeout: 20 * time.Second}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
 	)
-	pay := func(ctx context.Context, _ any) (any, error) {
+	register(s, func(ctx context.Context, _ *wrapperspb.StringValue) (*wrapperspb.Int64Value, error) {
 		lease, _ := core.LeaseFromContext(ctx)
 		work(ctx) // ends early if the lease is lost
 		return wrapperspb.Int64(lease.Token()), nil
-	}
-	// orders.v1.Orders/Pay: the order id in, the fencing token out.
+	})
+	return s
+}
+
+// register serves pay as orders.v1.Orders/Pay, declared by hand: the order
+// id in, the fencing token out.
+func register(s *grpc.Server, pay func(context.Context, *wrapperspb.StringValue) (*wrapperspb.Int64Value, error)) {
 	s.RegisterService(&grpc.ServiceDesc{ServiceName: "orders.v1.Orders", HandlerType: (*any)(nil), Methods: []grpc.MethodDesc{{
 		MethodName: "Pay",
 		Handler: func(_ any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
@@ -81,10 +86,10 @@ func newServer(locks *core.Client, work func(context.Context)) *grpc.Server {
 			if err := dec(req); err != nil {
 				return nil, err
 			}
-			return in(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/orders.v1.Orders/Pay"}, pay)
+			return in(ctx, req, &grpc.UnaryServerInfo{FullMethod: "/orders.v1.Orders/Pay"},
+				func(ctx context.Context, req any) (any, error) { return pay(ctx, req.(*wrapperspb.StringValue)) })
 		},
 	}}}, nil)
-	return s
 }
 
 // serve runs s on lis until ctx ends; then running calls finish first.
