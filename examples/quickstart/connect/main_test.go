@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"testing"
 
@@ -22,7 +21,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func TestOneOrderAtATime(t *testing.T) {
 	srv := locktest.New(t)
 	g := quicktest.NewGate(t)
-	base := start(t, routes(srv.Client(), g.Work))
+	base := "http://" + quicktest.Start(t, serve, routes(srv.Client(), g.Work))
 	pay := connect.NewClient[wrapperspb.StringValue, wrapperspb.Int64Value](http.DefaultClient, base+"/orders.v1.Orders/Pay")
 	ship := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](http.DefaultClient, base+"/orders.v1.Orders/Ship")
 	quicktest.Run(t, srv.Client(), g, quicktest.Calls{
@@ -44,23 +43,3 @@ func TestOneOrderAtATime(t *testing.T) {
 }
 
 func TestOpenLocks(t *testing.T) { quicktest.OpenLocks(t, openLocks) }
-
-// start serves h with the program's serve until the test ends, and returns
-// its base URL.
-func start(t *testing.T, h http.Handler) string {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, lis, h) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		http.DefaultClient.CloseIdleConnections()
-	})
-	return "http://" + lis.Addr().String()
-}

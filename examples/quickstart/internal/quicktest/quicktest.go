@@ -10,6 +10,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,5 +187,67 @@ func OpenLocks(t *testing.T, open func() (*core.Client, func(), error)) {
 		} else if msg := fmt.Sprint(err); strings.Contains(msg, "S3CRET") || strings.Contains(msg, "S3") {
 			t.Errorf("REDIS_URL's password in the error: %s", msg)
 		}
+	}
+}
+
+// Start runs a program's serve on a loopback listener until the test ends
+// (then its shutdown must succeed), and returns the listener's address.
+func Start[H any](t *testing.T, serve func(context.Context, net.Listener, H) error, h H) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, lis, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		http.DefaultClient.CloseIdleConnections()
+	})
+	return lis.Addr().String()
+}
+
+// Post sends a POST and returns its body when its status is want (and a
+// 409 carries Retry-After).
+func Post(ctx context.Context, url string, want int) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != want || (want == http.StatusConflict && resp.Header.Get("Retry-After") == "") {
+		return "", fmt.Errorf("POST %s: %d %s (Retry-After %q), want %d", url, resp.StatusCode, body, resp.Header.Get("Retry-After"), want)
+	}
+	return string(body), nil
+}
+
+// HTTPCalls are the calls of the quick starts that serve
+// POST /orders/{id}/pay, answering "... fencing token N", and
+// POST /orders/{id}/ship without waiting, on base.
+func HTTPCalls(base string) Calls {
+	return Calls{
+		Pay: func(ctx context.Context) (int64, error) {
+			body, err := Post(ctx, base+"/orders/42/pay", http.StatusOK)
+			if err != nil {
+				return 0, err
+			}
+			_, tok, _ := strings.Cut(strings.TrimSpace(body), "fencing token ")
+			return strconv.ParseInt(tok, 10, 64)
+		},
+		Refused: func(ctx context.Context) error {
+			_, err := Post(ctx, base+"/orders/42/ship", http.StatusConflict)
+			return err
+		},
 	}
 }
