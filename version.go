@@ -9,5 +9,5 @@ package lockkit
 // Version is lockkit's version, the one place it is defined: otellock
 // reports it as its instrumentation scope version, and CHANGELOG.md's
 // sections are named by it. lockkit is v0: until v1 the API may change
-// between minor versions (see the README's "Versioning").
+// between minor versions (see docs/versioning.md).
 const Version = "0.1.0"

@@ -70,3 +70,50 @@ func ExampleOnContended() {
 	fmt.Println(w.Code, w.Header().Get("Retry-After"), w.Body.String())
 	// Output: 409 1 {"error":"order busy, retry"}
 }
+
+// The other kinds of lock are options of the same middleware, with the same
+// names in every adapter: Limit(n) a semaphore of n per key (429 past the
+// wait), ReadWrite() a read/write lock whose readers are GET and HEAD, and
+// Key given more than once several keys, all or nothing.
+func ExampleLimit() {
+	srv, err := locktest.Start()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	locks := srv.Client()
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	ok := func(c *gin.Context) { c.Status(http.StatusNoContent) }
+	// At most 2 exports of a tenant at once.
+	r.POST("/tenant/export", ginlock.New(locks,
+		ginlock.Key(ginlock.Const("export"), ginlock.Header("X-Tenant")), ginlock.Limit(2), ginlock.NoWait()), ok)
+	// GETs of a document share, other methods exclude.
+	r.Match([]string{http.MethodGet, http.MethodPut}, "/docs/:id", ginlock.New(locks,
+		ginlock.Key(ginlock.Const("doc"), ginlock.Param("id")), ginlock.ReadWrite()), ok)
+	// A transfer locks both orders, in one order whatever the direction.
+	r.POST("/orders/:id/transfer/:to", ginlock.New(locks,
+		ginlock.Key(ginlock.Const("order"), ginlock.Param("id")),
+		ginlock.Key(ginlock.Const("order"), ginlock.Param("to"))), ok)
+
+	ctx := context.Background()
+	for range 2 { // two exports of acme run
+		p, _ := locks.Semaphore("export:acme", 2).Acquire(ctx)
+		defer p.Release(ctx)
+	}
+	for _, req := range []*http.Request{
+		httptest.NewRequest(http.MethodPost, "/tenant/export", nil),
+		httptest.NewRequest(http.MethodGet, "/docs/7", nil),
+		httptest.NewRequest(http.MethodPost, "/orders/1/transfer/2", nil),
+	} {
+		req.Header.Set("X-Tenant", "acme")
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(req.Method, req.URL.Path, w.Code)
+	}
+	// Output:
+	// POST /tenant/export 429
+	// GET /docs/7 204
+	// POST /orders/1/transfer/2 204
+}

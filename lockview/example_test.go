@@ -1,10 +1,15 @@
 package lockview_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"log"
 	"net/http"
+	"net/http/httptest"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/locktest"
 	"github.com/lockkit/lockkit/lockview"
 	"github.com/lockkit/lockkit/otellock"
 	"github.com/redis/go-redis/v9"
@@ -28,4 +33,66 @@ func Example() {
 	mux := http.NewServeMux()
 	mux.Handle("/debug/locks/", v.Handler(client)) // any path; StripPrefix or not
 	_ = http.ListenAndServe("127.0.0.1:6060", mux)
+}
+
+// The View on a Client, its page mounted on a mux: here the JSON of a
+// moment when this process holds order:42.
+func ExampleView_Handler() {
+	srv, err := locktest.Start() // an embedded Redis, for the example
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+	defer rdb.Close()
+
+	v, err := lockview.New() // keys hashed; lockview.WithKeys(lockview.KeyRaw) shows them
+	if err != nil {
+		panic(err)
+	}
+	locks, err := core.New(rdb, core.WithOwner("replica-1"),
+		core.WithObserver(core.Observers(otellock.New(), v.Observer())))
+	if err != nil {
+		panic(err)
+	}
+	defer locks.Close()
+	mux := http.NewServeMux()
+	mux.Handle("/debug/locks/", v.Handler(locks)) // any path: it reads only the query string
+
+	ctx := context.Background()
+	lease, _ := locks.Acquire(ctx, "order:42", core.Name("POST /orders/:id/pay"))
+	defer lease.Release(ctx)
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/locks/?format=json", nil))
+	var s lockview.Snapshot
+	_ = json.Unmarshal(w.Body.Bytes(), &s)
+	fmt.Println(s.Owner, len(s.Locks), s.Locks[0].Held, s.Locks[0].Key == core.HashKey("order:42"))
+	// Output: replica-1 1 true true
+}
+
+// One View per Client, and an index of them: a process with two Redis
+// deployments, or the demo's three replicas.
+func ExampleNewIndex() {
+	srv, err := locktest.Start()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	clientA, clientB := srv.Client(), srv.Client() // a service's: one per Redis deployment
+	viewA, _ := lockview.New()
+	viewB, _ := lockview.New()
+
+	mux := http.NewServeMux()
+	mux.Handle("/debug/locks/a/", viewA.Handler(clientA))
+	mux.Handle("/debug/locks/b/", viewB.Handler(clientB))
+	mux.Handle("/debug/locks/{$}", lockview.NewIndex(
+		lockview.Link{Path: "a/", View: viewA, Client: clientA},
+		lockview.Link{Path: "b/", View: viewB, Client: clientB}))
+
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/locks/?format=json", nil))
+	var ix lockview.Index
+	_ = json.Unmarshal(w.Body.Bytes(), &ix)
+	fmt.Println(len(ix.Views), ix.Views[0].Path, ix.Views[1].Path)
+	// Output: 2 a/ b/
 }

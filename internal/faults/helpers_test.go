@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// lockKey is the Redis key of a lock with the default prefix (README,
-// "Redis key layout", v1).
+// lockKey is the Redis key of a lock with the default prefix
+// (docs/key-layout.md, v1).
 func lockKey(key string) string { return "lockkit:v1:k:" + key }
 
 func newClient(t testing.TB, rdb redis.UniversalClient, opts ...core.Option) *core.Client {
