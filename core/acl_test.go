@@ -14,7 +14,7 @@ import (
 )
 
 // aclRules is the least a Redis ACL user needs to run lockkit with the
-// default prefix, as the README's "Supported deployments" gives it: the
+// default prefix, as docs/deployment.md ("ACL") gives it: the
 // scripts (EVALSHA, EVAL, and every command they call, which ACLs check
 // too), the notification connection (SUBSCRIBE, UNSUBSCRIBE, PING), WAIT for
 // WithReplicaAck, and HELLO, which go-redis sends when it connects (its

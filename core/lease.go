@@ -95,7 +95,7 @@ func (l *Lease) Key() string { return l.key }
 func (l *Lease) Name() string { return l.name }
 
 // Token is the fencing token: strictly larger than the token of every
-// earlier holder of this key (see the README for when that holds). Pass it
+// earlier holder of this key (docs/fencing.md says when that holds). Pass it
 // to the resource you protect and have it reject smaller tokens.
 func (l *Lease) Token() int64 { return l.fence }
 

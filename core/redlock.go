@@ -31,7 +31,7 @@ import (
 //   - the fencing token is made monotonic by a second round trip: the max of
 //     the granting nodes' tokens is written back to them and counts only once
 //     a majority recorded it, so any later majority overlaps a node that
-//     knows it (see README, "Guarantees and failure modes");
+//     knows it (docs/guarantees.md);
 //   - errors name the nodes that refused or failed (*QuorumError).
 func NewRedlock(nodes []*redis.Client, opts ...Option) (*Client, error) {
 	if len(nodes) == 0 {
