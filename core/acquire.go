@@ -88,7 +88,7 @@ type acquisition struct {
 	cfg    acquireConfig
 	info   AcquireInfo
 	req    acquireReq
-	budget time.Time // zero: until ctx ends
+	budget time.Time // zero: one attempt (TryAcquire, NoWait)
 
 	attempts int
 	holder   Holder
@@ -281,7 +281,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
 		return false, nil
 	}
-	if a.queued || rep.requeued {
+	if a.queued || a.req.queue != "" {
 		// Taking the lock left the wait queue, unless the queue kept a
 		// place there for the callers behind this one (requeued).
 		a.queued = false
@@ -569,26 +569,33 @@ func (a *acquisition) wait() (err error) {
 // of its local queue, and a shared lock's entry holds back the callers of
 // other processes (a queued writer keeps every new reader out), so it must
 // be gone when the caller is told it gave up. A grant the queue received
-// meanwhile passes on. The leave follows the queue's last attempt if that
-// one was left in flight, and is bounded by the release timeout; past it,
-// the entry leaves in the background (or expires with its lifetime).
+// meanwhile passes on, and an attempt of the queue still on its way finds
+// a tombstone and queues nothing (shared_release.lua). The leave follows
+// the queue's last attempt if that one was left in flight in a batch. The
+// caller waits for it at most leaveWait: on a Redis that does not answer,
+// the leave goes on in the background (bounded by the release timeout)
+// rather than hold a caller that gave up.
 func (a *acquisition) leaveQueue(id string) {
-	c := a.c
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
-	defer cancel()
-	if ab := a.abandoned; ab != nil {
-		select {
-		case <-ab.done:
-		case <-ctx.Done():
-			c.background(func() {
-				<-ab.done
-				c.giveBack(a.names, id)
-			})
-			return
+	c, n, ab := a.c, a.names, a.abandoned
+	done := make(chan struct{})
+	c.background(func() {
+		defer close(done)
+		if ab != nil {
+			<-ab.done // bounded by its batch's deadline
 		}
+		c.giveBack(n, id)
+	})
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
-	_, _ = c.b.release(ctx, a.names, id, false)
 }
+
+// leaveWait bounds how long a caller that gave up waits for its queue to
+// leave Redis's wait queue (leaveQueue): a round trip, when Redis answers.
+const leaveWait = 250 * time.Millisecond
 
 // metWhileQueued reports the holders w's queue met while w waited behind
 // another caller (Contended, attempt 0), once each, but reported: the
@@ -731,6 +738,12 @@ func (c *Client) background(fn func()) {
 func (c *Client) giveBack(n redisNames, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
 	defer cancel()
+	if p, shared := c.b.(*primary); shared && n.kind != kindMutex {
+		// Its own id as the releasing queue: a give-back, which leaves a
+		// tombstone even when the token or queue held (shared_release.lua).
+		_, _, _ = p.releaseShared(ctx, n, token, token)
+		return
+	}
 	_, _ = c.b.release(ctx, n, token, false)
 }
 

@@ -174,6 +174,7 @@ func (c *Client) releaseAll(leases []*Lease) error {
 		if !l.finish(stateClosed, ErrClosed) {
 			continue
 		}
+		c.localRelease(l.names.queue) // the local queue forgets it, as a release does
 		c.obs.Lost(l.ctx, l.info(), ErrClosed)
 		wg.Add(1)
 		go func() {

@@ -270,9 +270,9 @@ func TestGivenUpWaiterLeavesNoPlace(t *testing.T) {
 	})
 }
 
-// stallingObserver blocks the acquire at its second refused attempt (the
-// first that queues its process in Redis) until resumed, so that a grant
-// to its queue stays untaken.
+// stallingObserver blocks the acquire at its second refused attempt (its
+// process is queued in Redis by then: a head's refused attempt queues it)
+// until resumed, so that a grant to its queue stays untaken.
 type stallingObserver struct {
 	core.NopObserver
 	n       atomic.Int32
@@ -314,8 +314,8 @@ func TestRefusalSaysWhatItSaw(t *testing.T) {
 		}
 		done <- err
 	}()
-	// The waiter's head: refused, then queued by its next attempt, whose
-	// Contended stalls it.
+	// The waiter's head: refused and queued, then refused again (its
+	// entry's refresh), whose Contended stalls it.
 	testkit.Recv(t, obs.stalled, 10*time.Second, "the waiter queued")
 	if !slices.ContainsFunc(srv.Client.HKeys(ctx, "lockkit:v1:sk:s").Val(), func(f string) bool { return strings.HasPrefix(f, "Qs") }) {
 		t.Fatal("the waiter's process is not in the queue in Redis")

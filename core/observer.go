@@ -64,7 +64,7 @@ type AcquireInfo struct {
 	// FIFO queue), "nowait" (one attempt, NoWait), "try" (TryAcquire) or
 	// "all" (one of the locks AcquireAll took together in one round trip).
 	Strategy string
-	Wait     time.Duration // wait budget; 0 = until the context ends
+	Wait     time.Duration // wait budget; 0 for one attempt ("try", "nowait")
 	Start    time.Time
 	// Owner is the acquiring Client's owner id (WithOwner), which tells
 	// replicas apart.

@@ -266,7 +266,7 @@ func (c *Client) enqueue(n redisNames, req acquireReq, maxWaiters int, since tim
 // place: a reader's place when admitted (by the attempt sent at sent, or
 // granted to its queue's entry), the pass of the readers queued behind it.
 // It returns the queue id the caller must take out of the lock's wait
-// queue in Redis before it returns (see settle), or "".
+// queue in Redis (see settle; leaveQueue), or "".
 func (c *Client) dequeue(n redisNames, w *waiter, acquired bool, h Holder, place int64, granted bool, sent time.Time) (leave string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
@@ -606,6 +606,9 @@ func (c *Client) inWaitQueue(rkey string, maybe bool) {
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
 		q.inRedis = maybe
+		if !maybe {
+			q.skip = false // nothing kept in Redis: the next head asks
+		}
 	}
 }
 
@@ -726,7 +729,7 @@ func (c *Client) beforeAttempt(rkey string) (queue string, place int64, more boo
 // nobody back (a free mutex is taken by whoever asks; the entry only
 // decides who is granted at a release), so it leaves in the background. A
 // shared lock's entry does (a queued writer keeps new readers out), so
-// settle returns its id for the caller to take out before it returns, and
+// settle returns its id for the caller to take out (leaveQueue), and
 // the queue takes a new id if it meets the lock held again.
 func (c *Client) settle(rkey string, q *keyQueue) (leave string) {
 	c.wakeHead(q)

@@ -161,7 +161,7 @@ func (rw *RWLock) TryRLock(ctx context.Context, opts ...AcquireOption) (*Lease, 
 
 // TryLock makes exactly one attempt on the write side; a refused TryLock
 // (or TryRLock, or NoWait) leaves no trace: nobody is held back by it. Nor
-// does a wait that gave up: its place leaves Redis before it returns.
+// does a wait that gave up: its place leaves Redis (see docs/waiting.md).
 func (rw *RWLock) TryLock(ctx context.Context, opts ...AcquireOption) (*Lease, error) {
 	return rw.c.acquireShared(ctx, rw.key, modeWrite, 0, true, opts)
 }

@@ -10,8 +10,7 @@
 -- ARGV[6]  limit: the permits of a semaphore as this caller counts them; 0 for a side
 -- ARGV[7]  notification channel (a rescan may free capacity, and grant it)
 -- ARGV[8]  queue id: the caller Client's local queue for this lock and
---          side ('' for a caller that does not queue: TryAcquire, NoWait,
---          and a queue's attempts until one meets the lock held)
+--          side ('' for a caller that does not queue: TryAcquire, NoWait)
 -- ARGV[9]  entry lifetime (ms) and ARGV[10] grant TTL (ms), with a queue id
 -- ARGV[11] a reader's pass: the place of the reader admitted at the head
 --          of its local queue, which the callers queued behind it then
@@ -19,9 +18,10 @@
 --          after that place, as readers queued before a writer go in
 --          together
 -- ARGV[12] '1' when callers of the same local queue wait behind this one
---          (with a queue id): once this caller is in, the queue keeps (or
---          takes again) its place in the wait queue for them, in the same
---          step, so the next of them need not ask only to be queued
+--          (with a queue id): once this caller is in, if the next of them
+--          would be refused, the queue keeps (or takes again) its place in
+--          the wait queue for them in the same step, so it need not ask
+--          only to be queued
 --
 -- Admission: a permit while fewer than the caller's limit are held; a
 -- reader while no writer holds and none is queued (before its pass); a
@@ -45,8 +45,14 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, ttl, mode, channel, q = ARGV[1], tonumber(ARGV[2]), ARGV[5], ARGV[7], ARGV[8]
 local hk, tk = 'H' .. mode, 'T' .. mode
-local b, stale, h = books(now, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q)
+local b, stale, h = books(now, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q, 'Z' .. tok, 'Z' .. q)
 local mine, g, gplace, at = h[4], h[5], h[6], h[7]
+if b.r == tok or (h[8] and tonumber(h[8]) >= now) or (q ~= '' and h[9] and tonumber(h[9]) >= now) then
+  -- An attempt that arrives after its token was released or given back,
+  -- or after its queue left (r, a tombstone: shared_release.lua): its
+  -- caller is gone, so it takes nothing and queues nothing.
+  return {0, '', '', 0, 0, 'h'}
+end
 if stale then
   settle(b, mode ~= 's', now, t, channel)
   finish(b, now) -- so that what the rescan changed is what is read next
@@ -78,8 +84,13 @@ local function admit(fence, place, granted)
   sets[n + 1], sets[n + 2] = 'p' .. tok, (now + ttl) .. ':' .. fence .. ':' .. mode
   sets[n + 3], sets[n + 4] = 'd' .. tok, ARGV[3] .. '\n' .. ARGV[4]
   keep(b, now, now + ttl)
+  if not b.E or now + ttl < b.E then b.E, b.ch = now + ttl, true end
+  -- The callers behind this one keep the queue's place only when the next
+  -- of them would be refused now: a writer's, a full semaphore's, a
+  -- reader's behind a queued writer. Else the place goes and they ask.
+  local full = mode == 'w' or (mode == 's' and b.C >= tonumber(ARGV[6])) or (mode == 'r' and head(b, 'w', now) ~= nil)
   local queued = 0
-  if q ~= '' and ARGV[12] == '1' then -- the callers behind it keep a place
+  if q ~= '' and ARGV[12] == '1' and full then
     enqueue(now + tonumber(ARGV[9]))
     queued = 1
   elseif q ~= '' and at then
@@ -133,7 +144,9 @@ end
 if why == 'q' then
   finish(b, now)
   local owner, meta = string.match(wq.owner, '^([^\n]*)\n(.*)$')
-  return {0, owner or wq.owner, meta or '', 0, 0, 'q'}
+  local left = 0
+  if b.E then left = math.max(b.E - now, 0) end
+  return {0, owner or wq.owner, meta or '', left, 0, 'q'}
 end
 if who ~= '' and who == b.P then why = 'p' end
 local nh = redis.call('HMGET', K, 'p' .. who, 'd' .. who)

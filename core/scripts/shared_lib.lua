@@ -42,6 +42,9 @@
 --   S           (in B) the last place given: places order readers and
 --               writers across their two lists (first come, first served)
 --   A<id>       the place of a grant to reader queue id, until taken
+--   Z<id>       "<expiry ms>": a token given back or a queue id that left
+--               while neither held nor queued: an attempt of it still on
+--               its way takes nothing (dropped by a rescan once past)
 -- An entry not refreshed by its head's attempt within its lifetime belongs
 -- to a dead process: skipped and dropped when met at the head of its list.
 --
@@ -89,7 +92,9 @@ local function books(now, ...)
     local c, w, e, live, any = 0, '', nil, {}, ''
     for i = 1, #all, 2 do
       local k = all[i]
-      if string.byte(k, 1) == 112 then -- 'p'
+      if string.byte(k, 1) == 90 and tonumber(all[i + 1]) < now then -- 'Z': a tombstone past its time
+        dels[#dels + 1] = k
+      elseif string.byte(k, 1) == 112 then -- 'p'
         local exp, m = string.match(all[i + 1], '^(%d+):%d+:(%a)$')
         local tok = string.sub(k, 2)
         exp = tonumber(exp)

@@ -9,7 +9,9 @@
 -- ARGV[3]  how long the hash keeps its last fencing token once released (ms)
 -- ARGV[4]  'rw' for a read/write lock, 's' for a semaphore
 -- ARGV[5]  the releasing Client's queue id for this lock and side ('' for
---          none): whether its own next caller should ask at once
+--          none): whether its own next caller should ask at once; ARGV[1]
+--          itself for a give-back (a queue leaving, a token whose attempt
+--          got no answer), which leaves a tombstone whether or not it held
 -- publish  (a local prepended to the script: announcer in scripts.go) the
 --          publish command: 'publish', or 'spublish' on Redis Cluster
 --
@@ -26,6 +28,17 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, rw = ARGV[1], ARGV[4] == 'rw'
 local b, stale, h = books(now, 'p' .. tok, 'I' .. tok)
 local res, changed = 0, stale
+local givenBack = ARGV[5] == tok
+if givenBack then
+  -- An attempt of it may still be on its way (cut by its caller's budget,
+  -- on another connection): a tombstone, kept as long as the last fencing
+  -- token, makes it take nothing and queue nothing when it arrives
+  -- (shared_acquire.lua). Give-backs are rare; a lease's release leaves
+  -- none (r names it).
+  sets[#sets + 1], sets[#sets + 2] = 'Z' .. tok, now + tonumber(ARGV[3])
+  keep(b, now, now + tonumber(ARGV[3]))
+  changed = true
+end
 if h[4] and (not stale or b.live[tok]) then -- (a rescan drops it when expired)
   local n = #dels
   dels[n + 1], dels[n + 2], dels[n + 3] = 'p' .. tok, 'd' .. tok, 'A' .. tok
