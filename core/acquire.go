@@ -565,16 +565,17 @@ func (a *acquisition) wait() (err error) {
 }
 
 // leaveQueue takes this Client's queue (id) out of the lock's wait queue
-// in Redis before the acquire returns: the caller gave up and was the last
-// of its local queue, and a shared lock's entry holds back the callers of
-// other processes (a queued writer keeps every new reader out), so it must
-// be gone when the caller is told it gave up. A grant the queue received
-// meanwhile passes on, and an attempt of the queue still on its way finds
-// a tombstone and queues nothing (shared_release.lua). The leave follows
-// the queue's last attempt if that one was left in flight in a batch. The
-// caller waits for it at most leaveWait: on a Redis that does not answer,
-// the leave goes on in the background (bounded by the release timeout)
-// rather than hold a caller that gave up.
+// in Redis: the caller gave up and was the last of its local queue, and a
+// shared lock's entry holds back the callers of other processes (a queued
+// writer keeps every new reader out), so it should be gone soon after the
+// caller is told it gave up. The caller waits for the leave at most
+// leaveWait (a round trip when Redis answers); on a Redis that does not
+// answer, the leave goes on in the background (bounded by the release
+// timeout) rather than hold a caller that gave up. Returning first is
+// safe: the give-back leaves a tombstone, so an attempt of the queue still
+// on its way queues nothing, and a grant the queue received meanwhile
+// passes on (shared_release.lua). The leave follows the queue's last
+// attempt if that one was left in flight in a batch.
 func (a *acquisition) leaveQueue(id string) {
 	c, n, ab := a.c, a.names, a.abandoned
 	done := make(chan struct{})

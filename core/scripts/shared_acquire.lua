@@ -1,5 +1,9 @@
 -- shared_acquire.lua: one attempt on a semaphore or a side of a read/write
 -- lock (books, queue and grants: shared_lib.lua, prepended).
+-- Cost: O(1) in the number of waiters, on the books (one field) and the
+-- wait queue (three lists, an entry per waiting process and side); but a
+-- rescan, and a refused attempt whose named holder left (below), read the
+-- whole hash: holders, waiting processes, tombstones (shared_lib.lua, Cost).
 --
 -- KEYS[1]  the shared hash (<prefix>:v1:sk:... or :rk:..., keys.go)
 -- ARGV[1]  owner token (random per lease)

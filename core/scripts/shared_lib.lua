@@ -13,7 +13,9 @@
 -- expiry; the queue's confirming attempt turns it into the caller's lease.
 -- f  last fencing token        r  last released token (a re-sent release)
 --
--- The books, so that no step reads every holder, all in one field B
+-- The books, so that a step need not read every holder (two do: a rescan,
+-- below, and a refused attempt whose named holder left, shared_acquire.lua;
+-- see Cost), all in one field B
 -- ("C,W,E,L,P,F,R,X,S,Hs,Ts,Hr,Tr,Hw,Tw"; a field read costs a script far
 -- more than splitting a string):
 --   C  holders, grants included        W  the writer's token (absent: none)
@@ -64,9 +66,11 @@
 -- release that grants, as many for the attempt that takes the grant. Each
 -- queue entry is written, read at the head of its list and dropped once, so
 -- a release is O(1) in the number of waiters (amortised over the dead
--- entries it drops); a rescan reads the holders and the entries (one per
--- waiting process and side), at most once per expiry of the earliest
--- holder.
+-- entries it drops). Two steps read the whole hash (HGETALL): a rescan, at
+-- most once per expiry of the earliest holder, and a refused attempt whose
+-- named holder (L) has left, to name another. Their cost grows with the
+-- hash's entries (holders, one entry per waiting process and side,
+-- tombstones), not with the callers waiting in each process's local queue.
 local K = KEYS[1]
 local sets, dels = {}, {} -- what this step writes (finish)
 local granted = {}        -- the queue ids it granted to

@@ -1,6 +1,10 @@
 -- shared_release.lua: owner-checked release of one holder of a semaphore
 -- or a read/write lock, and the grant of what it frees to the waiters
 -- (shared_lib.lua, prepended); or a waiting process leaving the queue.
+-- Cost: O(1) in the number of waiters (amortised over the dead entries it
+-- drops), on the books (one field) and the wait queue (three lists, an
+-- entry per waiting process and side); a rescan reads the whole hash
+-- (shared_lib.lua, Cost).
 --
 -- KEYS[1]  the shared hash
 -- ARGV[1]  owner token, or a queue id leaving the queue (its waiters gave
