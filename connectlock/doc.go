@@ -21,8 +21,9 @@ Method and Func parts, or the message's LockKey() (rpckey.LockKeyer) by
 default for unary calls; KeyFromRoute; FromFirstMessage for streams; Wait,
 NoWait, TTL, MaxHold, FailOpen, ReleaseTimeout, AcquireOptions, Limit,
 ReadSide, WriteSide, RetryAfter, OnReleaseError and the On* answers
-(docs/adapters.md has the table of every adapter). The procedure is the
-lock's telemetry name, never part of the key.
+(docs/adapters.md has the table of every adapter). The procedure without
+its leading slash ("orders.v1.Orders/PayOrder", as otelconnect names the
+server span) is the lock's telemetry name, never part of the key.
 
 # Outcomes
 

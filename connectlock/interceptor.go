@@ -13,8 +13,9 @@ import (
 
 // UnaryInterceptor returns an interceptor that runs each unary call of a
 // handler holding the lock on its key: by default the request message's
-// LockKey(), or what Key / KeyFromRoute say. The procedure is the lock's
-// name (telemetry), never part of the key. Add it to a handler with
+// LockKey(), or what Key / KeyFromRoute say. The procedure without its
+// leading slash (rpckey.Name) is the lock's name (telemetry), never part
+// of the key. Add it to a handler with
 // connect.WithInterceptors; it lets streams and clients through untouched.
 //
 // The handler gets a context carrying the lease (core.LeaseFromContext),

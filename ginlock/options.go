@@ -109,9 +109,9 @@ func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.R
 
 // AcquireOptions passes further core options to every acquire
 // (core.Reentrant(), core.MaxWaiters(n), core.NoRenew(), ...). The wait
-// budget, NoWait and the TTL are this package's own options: passing
-// core.Wait, core.NoWait, core.TTL or core.Name here makes New panic rather
-// than silently override them.
+// budget, NoWait, the TTL and MaxHold are this package's own options:
+// passing core.Wait, core.NoWait, core.TTL, core.MaxHold or core.Name here
+// makes New panic rather than silently override them.
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
 }

@@ -118,9 +118,9 @@ func ReleaseTimeout(d time.Duration) Option {
 
 // AcquireOptions adds core acquire options (core.Reentrant,
 // core.MaxWaiters, core.NoRenew...) to every acquire. core.Wait,
-// core.NoWait, core.TTL and core.Name make the interceptor panic: use this
-// package's Wait, NoWait and TTL (the lock's name is the method, as
-// otelgrpc names it).
+// core.NoWait, core.TTL, core.MaxHold and core.Name make the interceptor
+// panic: use this package's Wait, NoWait, TTL and MaxHold (the lock's name
+// is the method, as otelgrpc names it).
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.rpc.Guard.AcquireOptions = append(c.rpc.Guard.AcquireOptions, opts...) }
 }

@@ -13,7 +13,7 @@ import (
 
 // StreamServerInterceptor returns an interceptor that holds a lock for the
 // whole life of each stream: from before the handler runs (key from metadata,
-// Const, Func or KeyFromMethod) or from the handler's first RecvMsg
+// Const, Func or KeyFromRoute) or from the handler's first RecvMsg
 // (FromFirstMessage) until the handler returns.
 //
 // A stream keyed up front that cannot get the lock never reaches its handler.

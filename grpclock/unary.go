@@ -13,8 +13,9 @@ import (
 
 // UnaryServerInterceptor returns an interceptor that runs each call holding
 // the lock on its key: by default the request message's LockKey(), or what
-// Key / KeyFromMethod say. The full method is the lock's name (telemetry),
-// never part of the key.
+// Key / KeyFromRoute say. The method without its leading slash
+// ("orders.v1.Orders/PayOrder", rpckey.Name) is the lock's name
+// (telemetry), never part of the key.
 //
 // The handler gets a context carrying the lease (core.LeaseFromContext),
 // cancelled when the call ends or the lease is lost (context.Cause

@@ -103,8 +103,8 @@ func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.
 
 // AcquireOptions passes further core options to every acquire
 // (core.Reentrant(), core.MaxWaiters(n), core.NoRenew()). core.Wait,
-// core.NoWait, core.TTL and core.Name make New panic: this package's own
-// options own them.
+// core.NoWait, core.TTL, core.MaxHold and core.Name make New panic: this
+// package's own options own them.
 func AcquireOptions(opts ...core.AcquireOption) Option {
 	return func(c *config) { c.guard.AcquireOptions = append(c.guard.AcquireOptions, opts...) }
 }

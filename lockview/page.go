@@ -101,7 +101,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{"dur": dur,
 </tbody></table>
 {{if gt .LocksTotal (len .Locks)}}<p class="meta">{{len .Locks}} of {{.LocksTotal}} shown.</p>{{end}}
 
-<h2 id="hot">{{if .AllHotKeys}}Keys acquired{{else}}Contended keys{{end}} in the last {{dur .WindowMs}}, by wait</h2>
+<h2 id="hot">{{if .AllHotKeys}}Keys acquired{{else}}Contended keys{{end}}, up to the last {{dur .WindowMs}}, by wait</h2>
 <p class="meta">Contended: an acquire of this process met the key held by another lease. Each key keeps its last {{.SamplesPerKey}} acquires: a key with more in the window shows those, over the time in "covers".
 {{if .AllHotKeys}}Contended keys first. <a href="?">Contended keys only</a>{{else if .HiddenHotKeys}}{{.HiddenHotKeys}} uncontended {{if eq .HiddenHotKeys 1}}key{{else}}keys{{end}} not shown: <a href="?keys=all">show all</a>{{end}}</p>
 <table><thead><tr><th>key</th><th>routes</th><th class="n">acquires</th><th class="n">covers</th><th class="n">acquired</th><th class="n">not acquired</th><th class="n">failed</th><th class="n">wait p50</th><th class="n">wait p99</th><th style="width:12%">p99</th><th class="n">max</th><th class="n">total</th><th>last holder met</th></tr></thead><tbody>

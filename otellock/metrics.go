@@ -30,8 +30,8 @@ const (
 // within a factor 1.5 of the true one wherever locks live: a local
 // hand-off's wait of a few hundred microseconds, a request's hold of a few
 // milliseconds, a wait budget of seconds. Holds go on, coarser, to an hour
-// for background jobs. 36 and 41 buckets: a histogram series costs one
-// counter per bucket.
+// for background jobs. 36 and 41 boundaries, so 37 and 42 buckets with the
+// overflow: a histogram series costs one counter per bucket.
 var (
 	acquireBuckets = []float64{
 		0.0001, 0.00015, 0.00022, 0.00033, 0.00047, 0.00068,
