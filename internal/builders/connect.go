@@ -37,6 +37,8 @@ func connectOptions(m conformance.Method) []connectlock.Option {
 	}{
 		{m.NoWait, connectlock.NoWait},
 		{m.FailOpen, connectlock.FailOpen},
+		{m.RW == conformance.RWRead, connectlock.ReadSide},
+		{m.RW == conformance.RWWrite, connectlock.WriteSide},
 		{m.Stream, connectlock.FromFirstMessage},
 		{m.ReleaseError != nil, func() connectlock.Option {
 			return connectlock.OnReleaseError(func(_ context.Context, _ string, err error) { m.ReleaseError(err) })

@@ -39,6 +39,12 @@ func grpcOptions(m conformance.Method) []grpclock.Option {
 	if m.FailOpen {
 		opts = append(opts, grpclock.FailOpen())
 	}
+	switch m.RW {
+	case conformance.RWRead:
+		opts = append(opts, grpclock.ReadSide())
+	case conformance.RWWrite:
+		opts = append(opts, grpclock.WriteSide())
+	}
 	if f := m.ReleaseError; f != nil {
 		opts = append(opts, grpclock.OnReleaseError(func(_ context.Context, _ string, err error) { f(err) }))
 	}

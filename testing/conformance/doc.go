@@ -17,19 +17,23 @@
 // The scenarios: exclusion across two replicas and two routes, parallelism
 // of different keys, no-wait 409s, Redis down and Redis frozen (fail-closed
 // and fail-open), bad and hostile keys, one id in any spelling and one
-// cookie in any spelling giving one key, a client hanging up, a panicking
-// handler, a handler outliving 3×TTL and losing its lock (reported to the
-// release-error hook), deadlines, misconfiguration, OPTIONS locked unless a
-// CORS preflight, identical answer headers for each outcome, MaxHold ending
-// the handler's context and freeing the lock, the route's key, and the
-// kinds of lock (Limit, read/write, several keys).
+// cookie in any spelling giving one key, a client hanging up while its
+// handler holds and while its request waits, a panicking handler, a handler
+// outliving 3×TTL and losing its lock (reported to the release-error hook),
+// deadlines, the fencing token header, misconfiguration, graceful shutdown
+// and Close with requests holding and waiting, OPTIONS locked unless a CORS
+// preflight, identical answer headers for each outcome, MaxHold ending the
+// handler's context and freeing the lock, the route's key, the kinds of
+// lock (Limit, read/write, several keys), and core.MaxWaiters given through
+// AcquireOptions bounding every kind's local queue.
 //
 // For an RPC adapter (gRPC, connect), an RPCAdapter's Serve serves Methods
 // of the suite's service and returns a Caller; RunRPC runs the scenarios
 // that apply to RPC (exclusion, no-wait and limit answers with their retry
 // hints, Redis down, bad and misconfigured keys, identical answers for each
-// outcome, MaxHold, an idle stream past its bound freeing its lock), and
-// RunRPCPair two protocols on one resource.
+// outcome, MaxHold, an idle stream past its bound freeing its lock,
+// core.MaxWaiters through AcquireOptions bounding every kind's local
+// queue), and RunRPCPair two protocols on one resource.
 //
 // OptionCases are the option values every adapter accepts or refuses with
 // the same message; RunOptionCases runs them through an adapter's

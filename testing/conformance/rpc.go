@@ -39,7 +39,11 @@ type Method struct {
 	NoWait        bool
 	MaxHold       time.Duration
 	Limit         int
-	FailOpen      bool
+	// RW, RWRead or RWWrite, takes that side of the key's read/write lock
+	// (the adapter's ReadSide, WriteSide): an RPC has no safe methods, so
+	// RWByMethod has no meaning here.
+	RW       RW
+	FailOpen bool
 	// AcquireOptions are passed through the adapter's AcquireOptions
 	// (core.MaxWaiters, ...).
 	AcquireOptions []core.AcquireOption

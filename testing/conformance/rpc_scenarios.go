@@ -385,15 +385,16 @@ func RPCIdleStream(t *testing.T, a, b RPCAdapter) {
 }
 
 // RPCMaxWaiters: core.MaxWaiters(1) given through the adapter's
-// AcquireOptions bounds the replica's local queue: with the lock held and
-// one call waiting, four more are refused at once (Aborted, or
+// AcquireOptions bounds the replica's local queue for every kind of lock
+// (mutex, semaphore, read side, write side): with the lock held and one
+// call waiting, four more are refused at once (Aborted, or
 // ResourceExhausted for a semaphore, with the retry hint), their handlers
 // not run; the first is served once the lock frees.
 func RPCMaxWaiters(t *testing.T, a, b RPCAdapter) {
-	for _, k := range maxWaitersKinds[:2] {
+	for _, k := range maxWaitersKinds {
 		t.Run(k.name, func(t *testing.T) {
 			var calls atomic.Int32
-			e := newRPCEnv(t, a, b, Method{Name: "Pay", Prefix: "order", Field: "value", Limit: k.limit, Wait: 60 * time.Second,
+			e := newRPCEnv(t, a, b, Method{Name: "Pay", Prefix: "order", Field: "value", Limit: k.limit, RW: k.rw, Wait: 60 * time.Second,
 				AcquireOptions: []core.AcquireOption{core.MaxWaiters(1)}, Handler: counted(&calls)})
 			ctx := testkit.Context(t, 60*time.Second)
 			held, err := holdFor(ctx, e.reps[1].client, "order:1", k.limit, k.rw)
