@@ -526,7 +526,7 @@ func (a *acquisition) wait() (err error) {
 			// refusal then queues the process in the lock's wait queue in
 			// Redis (never under Redlock, where a grant would need a
 			// majority round of its own: canHandoff).
-			a.req.queue, a.req.place, a.req.more = c.beforeAttempt(a.names.queue)
+			a.req.queue, a.req.place, a.req.more, a.req.next = c.beforeAttempt(a.names.queue)
 			if wake != nil {
 				drain(wake)
 			}

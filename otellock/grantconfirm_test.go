@@ -152,3 +152,94 @@ func TestGrantTakenByTheNextWaiterNamesIt(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptPlaceNamesTheNextWaiter: a shared lock's caller that goes in
+// while callers of its Client wait behind it keeps its queue's place in
+// the lock's wait queue for them, in the same step. The entry then
+// describes the next of them (its request's span context), whom the next
+// grant to the queue and a reader kept out by it name until it confirms:
+// not the caller that went in, which holds a lease of its own (a waiter
+// that met both saw one request under two tokens, and linked it once).
+func TestKeptPlaceNamesTheNextWaiter(t *testing.T) {
+	for _, tc := range []struct {
+		kind    string
+		acquire func(c *core.Client, ctx context.Context) (*core.Lease, error)
+		hash    string
+	}{
+		{"semaphore", func(c *core.Client, ctx context.Context) (*core.Lease, error) {
+			return c.Semaphore("k", 1).Acquire(ctx)
+		}, "lockkit:v1:sk:k"},
+		{"write", func(c *core.Client, ctx context.Context) (*core.Lease, error) {
+			return c.RWLock("k").Lock(ctx)
+		}, "lockkit:v1:rk:k"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx := testkit.Context(t, time.Minute)
+			holder := newClient(t, srv, core.WithOwner("holder"))
+			tel := newTelemetry(t)
+			tp := newTap(tel.obs)
+			waiter := newClient(t, srv, core.WithOwner("waiter"), core.WithObserver(tp))
+			h, err := tc.acquire(holder, ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type result struct {
+				l   *core.Lease
+				err error
+			}
+			firstCtx, first := tel.request(ctx, "first")
+			nextCtx, next := tel.request(ctx, "next")
+			defer first.End()
+			defer next.End()
+			firstDone, nextDone := make(chan result, 1), make(chan result, 1)
+			go func() {
+				l, err := tc.acquire(waiter, firstCtx)
+				firstDone <- result{l, err}
+			}()
+			recv(t, tp.contended, 10*time.Second, "the first caller refused, its queue in Redis")
+			go func() {
+				l, err := tc.acquire(waiter, nextCtx)
+				nextDone <- result{l, err}
+			}()
+			testkit.WaitFor(t, 10*time.Second, "the next caller queued behind the first", func() bool {
+				for _, s := range waiter.Locks() {
+					if s.Key == "k" && s.Waiters == 2 {
+						return true
+					}
+				}
+				return false
+			})
+			if err := h.Release(ctx); err != nil { // grants to the waiter's queue: the first caller goes in
+				t.Fatal(err)
+			}
+			r := recv(t, firstDone, 10*time.Second, "the first caller")
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			firstSpan, nextSpan := first.SpanContext().SpanID().String(), next.SpanContext().SpanID().String()
+			var entries int
+			for f, v := range srv.Client.HGetAll(ctx, tc.hash).Val() {
+				if f[0] != 'Q' {
+					continue
+				}
+				entries++
+				if !strings.Contains(v, nextSpan) {
+					t.Errorf("the kept entry %s = %q names not the next caller (span %s) but %s", f, v, nextSpan,
+						map[bool]string{true: "the caller that went in", false: "nobody known"}[strings.Contains(v, firstSpan)])
+				}
+			}
+			if entries != 1 {
+				t.Errorf("%d entries in the wait queue, want the waiter's queue's, kept", entries)
+			}
+			if err := r.l.Release(ctx); err != nil { // grants to the queue again: the next caller's turn
+				t.Fatal(err)
+			}
+			if r := recv(t, nextDone, 10*time.Second, "the next caller"); r.err != nil {
+				t.Fatal(r.err)
+			} else {
+				_ = r.l.Release(ctx)
+			}
+		})
+	}
+}
