@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -110,6 +111,10 @@ type acquisition struct {
 	// placeGranted: the place is its queue's entry's, taken by a grant.
 	place        int64
 	placeGranted bool
+	// writers are the writers queued before this reader that it named
+	// (Token 0: none holds yet), so it does not name one again once it
+	// holds (contended).
+	writers []Holder
 }
 
 func (c *Client) acquire(ctx context.Context, key string, try bool, opts []AcquireOption) (*Lease, error) {
@@ -278,7 +283,7 @@ func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 		a.holder, a.last = rep.holder, rep
 		a.queued = a.queued || a.req.queue != ""
 		a.c.refused(a.names.queue, a.req.queue != "", rep.holder, sent)
-		a.c.obs.Contended(a.octx, a.info, rep.holder, a.attempts)
+		a.contended(rep.holder, a.attempts)
 		return false, nil
 	}
 	if a.queued || a.req.queue != "" {
@@ -521,7 +526,7 @@ func (a *acquisition) wait() (err error) {
 			// refusal then queues the process in the lock's wait queue in
 			// Redis (never under Redlock, where a grant would need a
 			// majority round of its own: canHandoff).
-			a.req.queue, a.req.place, a.req.more = c.beforeAttempt(a.names.queue)
+			a.req.queue, a.req.place, a.req.more, a.req.next = c.beforeAttempt(a.names.queue)
 			if wake != nil {
 				drain(wake)
 			}
@@ -609,8 +614,26 @@ func (a *acquisition) metWhileQueued(w *waiter, reported Holder) {
 			continue
 		}
 		a.holder = h
-		a.c.obs.Contended(a.octx, a.info, h, 0)
+		a.contended(h, 0)
 	}
+}
+
+// contended tells the Observer of h, met at attempt (0: through the local
+// queue), unless h is a lease of a writer this acquire named while it was
+// queued before it: Redis names a queued writer (Promised) with no token,
+// by its owner id and metadata, the request that then holds under a token.
+// It is one holder, named once (see Observer.Contended).
+func (a *acquisition) contended(h Holder, attempt int) {
+	if h.Metadata != "" {
+		queuedAs := func(w Holder) bool { return w.Owner == h.Owner && w.Metadata == h.Metadata }
+		switch {
+		case h.Token == 0 && !slices.ContainsFunc(a.writers, queuedAs):
+			a.writers = append(a.writers, h)
+		case h.Token != 0 && slices.ContainsFunc(a.writers, queuedAs):
+			return
+		}
+	}
+	a.c.obs.Contended(a.octx, a.info, h, attempt)
 }
 
 // wokenBy says what ended an await.

@@ -68,9 +68,12 @@ type acquireReq struct {
 	// of the caller's local queue, which the callers queued behind it share
 	// (keyQueue.pass); 0: none. more (shared locks): callers of the same
 	// local queue wait behind this one, so its queue keeps its place in the
-	// lock's wait queue once this caller is in.
+	// lock's wait queue once this caller is in, described by next, the
+	// holder metadata of the first of them: the caller that takes the next
+	// grant to the queue, whom a refused caller is told of until then.
 	place int64
 	more  bool
+	next  string
 }
 
 // notifyOnly is the queue id of a waiter that has no place in the lock's

@@ -31,6 +31,10 @@ type Observer interface {
 	// MaxQueuedHolders of them besides the one it queued behind; h.Seen
 	// says when the holder was met. So every acquire that waited names at
 	// least one holder, unless nothing ever answered (ErrUnavailable).
+	// A writer queued before a reader (NotAcquiredError.Promised) holds
+	// nothing yet: it is named with Token 0, by its Owner and Metadata, and
+	// a reader that named it so does not name it again once it holds (the
+	// same Owner and Metadata): one wait-for, one holder.
 	Contended(ctx context.Context, a AcquireInfo, h Holder, attempt int)
 	// AcquireEnd is called once per acquire with its outcome. On success the
 	// returned context is the base of the lease's context (a hold span, say);

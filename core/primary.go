@@ -143,7 +143,7 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 // acquireShared runs shared_acquire.lua: one attempt on a semaphore or a
 // side of a read/write lock.
 func (p *primary) acquireShared(ctx context.Context, n redisNames, r acquireReq, life, grant any) (acquireReply, error) {
-	args := []any{r.token, ms(r.ttl), r.owner, r.meta, string(r.mode), r.limit, n.channel, r.queue, life, grant, "", ""}
+	args := []any{r.token, ms(r.ttl), r.owner, r.meta, string(r.mode), r.limit, n.channel, r.queue, life, grant, "", nil}
 	if r.place > 0 {
 		args[10] = r.place
 	}
@@ -151,7 +151,9 @@ func (p *primary) acquireShared(ctx context.Context, n redisNames, r acquireReq,
 	case r.queue == "":
 		args = args[:8]
 	case r.more:
-		args[11] = "1"
+		args[11] = r.next
+	default:
+		args = args[:11]
 	}
 	res, err := p.run(ctx, sharedAcquireScripts.on(p.sharded), []string{n.key}, args...).Slice()
 	if err != nil {

@@ -698,8 +698,9 @@ func (c *Client) queueID(rkey string) string {
 // from now on has not seen it), and returns the id the head attempts
 // under ("" until the queue met the lock held) and, on the read side, the
 // pass it may use (0: none; each caller queued when the pass was made
-// uses it once).
-func (c *Client) beforeAttempt(rkey string) (queue string, place int64, more bool) {
+// uses it once). more (shared locks): callers wait behind the head; next
+// is the holder metadata of the first of them, who takes the head's place.
+func (c *Client) beforeAttempt(rkey string) (queue string, place int64, more bool, next string) {
 	c.qmu.Lock()
 	defer c.qmu.Unlock()
 	if q := c.queues[rkey]; q != nil {
@@ -715,9 +716,11 @@ func (c *Client) beforeAttempt(rkey string) (queue string, place int64, more boo
 			q.passLeft--
 			place = q.pass
 		}
-		more = q.names.kind != kindMutex && len(q.waiters) > 1
+		if q.names.kind != kindMutex && len(q.waiters) > 1 {
+			more, next = true, q.waiters[1].req.meta
+		}
 	}
-	return queue, place, more
+	return queue, place, more, next
 }
 
 // settle wakes the head when the lock is not held locally (or, for a

@@ -21,11 +21,13 @@
 --          share ('' for none): they go in before any writer that queued
 --          after that place, as readers queued before a writer go in
 --          together
--- ARGV[12] '1' when callers of the same local queue wait behind this one
---          (with a queue id): once this caller is in, if the next of them
---          would be refused, the queue keeps (or takes again) its place in
---          the wait queue for them in the same step, so it need not ask
---          only to be queued
+-- ARGV[12] present when callers of the same local queue wait behind this
+--          one (with a queue id): the holder metadata of the next of them.
+--          Once this caller is in, if that one would be refused, the queue
+--          keeps (or takes again) its place in the wait queue for them in
+--          the same step, so it need not ask only to be queued; the entry
+--          then describes that next caller, who takes the queue's next
+--          grant, not this one, which holds
 --
 -- Admission: a permit while fewer than the caller's limit are held; a
 -- reader while no writer holds and none is queued (before its pass); a
@@ -67,7 +69,7 @@ end
 
 -- enqueue puts q's process at the end of its list in the wait queue, or
 -- refreshes its entry (keeping its place); the entry lives until exp.
-local function enqueue(exp)
+local function enqueue(exp, meta)
   local place = at and string.match(at, ':(%d+)$')
   if not place then
     local seq = (tonumber(b[tk]) or 0) + 1
@@ -79,7 +81,7 @@ local function enqueue(exp)
     sets[#sets + 1], sets[#sets + 2] = 'I' .. q, at
   end
   sets[#sets + 1] = 'Q' .. string.match(at, '^(%a%d+)')
-  sets[#sets + 1] = q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3] .. '\n' .. ARGV[4]
+  sets[#sets + 1] = q .. ':' .. place .. ':' .. exp .. ':' .. ARGV[10] .. ':' .. ARGV[6] .. ':' .. ARGV[3] .. '\n' .. meta
   keep(b, now, exp)
 end
 
@@ -94,8 +96,8 @@ local function admit(fence, place, granted)
   -- reader's behind a queued writer. Else the place goes and they ask.
   local full = mode == 'w' or (mode == 's' and b.C >= tonumber(ARGV[6])) or (mode == 'r' and head(b, 'w', now) ~= nil)
   local queued = 0
-  if q ~= '' and ARGV[12] == '1' and full then
-    enqueue(now + tonumber(ARGV[9]))
+  if q ~= '' and ARGV[12] and full then
+    enqueue(now + tonumber(ARGV[9]), ARGV[12])
     queued = 1
   elseif q ~= '' and at then
     unlink(b, q, nil, nil, at)
@@ -143,7 +145,7 @@ if ok then
 end
 
 if q ~= '' and ARGV[9] then -- queue, or keep the place
-  enqueue(now + tonumber(ARGV[9]))
+  enqueue(now + tonumber(ARGV[9]), ARGV[4])
 end
 if why == 'q' then
   finish(b, now)

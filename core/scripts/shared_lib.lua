@@ -39,7 +39,9 @@
 --   H<l>, T<l>  (in B) first and last sequence numbers of list l ('' when empty)
 --   Q<l><seq>   "<queue id>:<place>:<expiry ms>:<grant TTL ms>:<limit>:<owner id>\n<metadata>"
 --               (the owner id and metadata of the queue's head at its last
---               attempt: a grant's holder description until it is taken)
+--               attempt, or of the caller next in line when one went in
+--               keeping the queue's place: a grant's holder description
+--               until it is taken)
 --   I<id>       "<l><seq>:<place>", where queue id's entry is
 --   S           (in B) the last place given: places order readers and
 --               writers across their two lists (first come, first served)
