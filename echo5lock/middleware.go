@@ -19,11 +19,7 @@ func New(client *core.Client, keyParts string) echo.MiddlewareFunc {
 // NewWithConfig returns the lock middleware; it panics on an invalid
 // configuration, ToMiddleware returns the error instead.
 func NewWithConfig(config Config) echo.MiddlewareFunc {
-	mw, err := config.ToMiddleware()
-	if err != nil {
-		panic("echo5lock: " + err.Error())
-	}
-	return mw
+	return guard.Must("echo5lock", config.ToMiddleware)
 }
 
 // ToMiddleware checks the configuration and returns the middleware. Its
@@ -34,15 +30,11 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 		// by spelling.
 		return nil, fmt.Errorf("cannot read echo's routing settings (this version of echo is not one echo5lock knows): %w", layoutErr)
 	}
-	gc, respond, err := config.guardConfig()
+	m, err := guard.NewMiddleware(guard.MiddlewareConfig[*echo.Context](config), reader{}, logger{})
 	if err != nil {
 		return nil, err
 	}
-	p, err := guard.New(gc)
-	if err != nil {
-		return nil, err
-	}
-	return (&lockMiddleware{cfg: config, p: p, respond: respond}).wrap, nil
+	return func(next echo.HandlerFunc) echo.HandlerFunc { return (&handler{m, next}).serve }, nil
 }
 
 // reader reads echo v5's request for the key parts of package guard.
@@ -64,56 +56,41 @@ func (reader) Route(c *echo.Context) (string, []string) {
 
 func (reader) Request(c *echo.Context) *http.Request { return c.Request() }
 
-type lockMiddleware struct {
-	cfg     Config
-	p       *guard.Policy[*echo.Context]
-	respond guard.Responders[*echo.Context]
-}
-
-// handler is the middleware in front of one route's handler, next.
+// handler is the middleware in front of one route's handler, next: echo v5
+// applies a route's middleware once, when the route is added, so serving a
+// request allocates no closure.
 type handler struct {
-	*lockMiddleware
+	m    *guard.Middleware[*echo.Context]
 	next echo.HandlerFunc
 }
 
-func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
-	h := &handler{m, next}
-	return func(c *echo.Context) error {
-		req := c.Request()
-		if guard.Preflight(req.Method, req.Header) || !routed(c) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
-			return next(c)
-		}
-		return m.p.Serve(req.Context(), c, c.Path(), req.Method, h)
+func (h *handler) serve(c *echo.Context) error {
+	if h.m.Skip(c, routed(c)) {
+		return h.next(c)
 	}
+	req := c.Request()
+	return h.m.Serve(req.Context(), c, c.Path(), req.Method, h)
 }
 
 func (h *handler) Run(c *echo.Context, hold *guard.Hold) error {
 	req := c.Request()
 	c.SetRequest(req.WithContext(hold.Ctx))
 	defer c.SetRequest(req)
-	hold.SetToken(c.Response().Header(), h.cfg.TokenHeader)
+	h.m.SetToken(c.Response().Header(), hold)
 	return h.next(c)
 }
 
-func (h *handler) Released(c *echo.Context, _ *guard.Hold, err error) {
-	if h.cfg.ReleaseErrorHandler == nil {
-		c.Logger().Error("echo5lock: lock release", "error", err)
-		return
-	}
-	h.cfg.ReleaseErrorHandler(c, err)
-}
+func (h *handler) Released(c *echo.Context, _ *guard.Hold, err error) { h.m.Released(c, err) }
 
 // Refuse returns the outcome of a request that may not run, never writing
 // it: echo's HTTPErrorHandler does, from the returned *Error, with the
-// answer's headers (guard.Answer.SetHeaders) already set on the response.
+// answer's headers already set on the response.
 func (h *handler) Refuse(c *echo.Context, hold *guard.Hold) error {
-	a := h.p.Answer(hold)
-	hdr := c.Response().Header()
-	if ok, err := h.respond.Respond(c, hold, a, hdr); ok {
+	a, custom, err := h.m.Refuse(c, hold, c.Response().Header())
+	switch {
+	case custom:
 		return err
-	}
-	if a.Problem != nil {
-		a.SetHeaders(hdr)
+	case a.Problem != nil:
 		return &Error{Problem: *a.Problem, Err: hold.Err}
 	}
 	if r, err := echo.UnwrapResponse(c.Response()); err == nil {

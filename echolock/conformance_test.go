@@ -18,7 +18,8 @@ func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.E
 // A hostile client's distinct methods, paths and keys leave no trace: the
 // route table holds route templates only.
 func TestFlood(t *testing.T) {
-	conformance.Flood(t, builders.Echo, func(*core.Client) map[string]int {
-		return map[string]int{"route templates": echolock.RouteTemplates()}
+	toMiddleware, templates := echolock.Tracked()
+	conformance.Flood(t, builders.EchoWith(toMiddleware), func(*core.Client) map[string]int {
+		return map[string]int{"route templates": templates()}
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockkit/lockkit/core"
@@ -94,6 +95,9 @@ func TestConfigErrors(t *testing.T) {
 	}()
 	echolock.New(c, "")
 }
+
+// echo's skippers, of its type middleware.Skipper, fit Config.Skipper.
+var _ = echolock.Config{Skipper: middleware.Skipper(middleware.DefaultSkipper)}
 
 // With e.Use or a group's Use: a request that matches no route (404, 405,
 // a group's catch-all) and a CORS preflight pass through unlocked instead

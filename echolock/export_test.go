@@ -1,28 +1,37 @@
 package echolock
 
-import "sync"
+import (
+	"sync"
 
-var (
-	builtMu sync.Mutex
-	built   []*lockMiddleware
+	"github.com/labstack/echo/v4"
 )
 
-func init() {
-	newHook = func(m *lockMiddleware) {
-		builtMu.Lock()
+// Tracked is a Config.ToMiddleware that remembers the middlewares it
+// builds, and templates is how many route templates their route tables
+// hold (tests only).
+func Tracked() (toMiddleware func(Config) (echo.MiddlewareFunc, error), templates func() int) {
+	var (
+		mu    sync.Mutex
+		built []*lockMiddleware
+	)
+	toMiddleware = func(config Config) (echo.MiddlewareFunc, error) {
+		m, err := config.build()
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
 		built = append(built, m)
-		builtMu.Unlock()
+		mu.Unlock()
+		return m.wrap, nil
 	}
-}
-
-// RouteTemplates is how many route templates the route tables of every
-// middleware built so far remember (tests only).
-func RouteTemplates() int {
-	builtMu.Lock()
-	defer builtMu.Unlock()
-	n := 0
-	for _, m := range built {
-		n += m.routes.Len()
+	templates = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, m := range built {
+			n += m.routes.Len()
+		}
+		return n
 	}
-	return n
+	return toMiddleware, templates
 }

@@ -18,33 +18,27 @@ func New(client *core.Client, keyParts string) echo.MiddlewareFunc {
 // NewWithConfig returns the lock middleware; it panics on an invalid
 // configuration (echo's norm), ToMiddleware returns the error instead.
 func NewWithConfig(config Config) echo.MiddlewareFunc {
-	mw, err := config.ToMiddleware()
-	if err != nil {
-		panic("echolock: " + err.Error())
-	}
-	return mw
+	return guard.Must("echolock", config.ToMiddleware)
 }
 
 // ToMiddleware checks the configuration and returns the middleware. Its
 // errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
-	gc, err := config.guardConfig()
+	m, err := config.build()
 	if err != nil {
 		return nil, err
-	}
-	p, err := guard.New(gc)
-	if err != nil {
-		return nil, err
-	}
-	m := &lockMiddleware{cfg: config, p: p, respond: config.responders()}
-	if newHook != nil {
-		newHook(m)
 	}
 	return m.wrap, nil
 }
 
-// newHook lets this package's tests reach the middleware's route table.
-var newHook func(*lockMiddleware)
+// build is the middleware of config, before echo takes its wrap.
+func (config Config) build() (*lockMiddleware, error) {
+	g, err := guard.NewMiddleware(guard.MiddlewareConfig[echo.Context](config), reader{}, logger{})
+	if err != nil {
+		return nil, err
+	}
+	return &lockMiddleware{g: g}, nil
+}
 
 // reader reads echo v4's request for the key parts of package guard. echo
 // routes on the raw path when the request's path has escapes of its own
@@ -68,10 +62,8 @@ func (reader) Route(c echo.Context) (string, []string) { return c.Path(), c.Para
 func (reader) Request(c echo.Context) *http.Request    { return c.Request() }
 
 type lockMiddleware struct {
-	cfg     Config
-	p       *guard.Policy[echo.Context]
-	respond guard.Responders[echo.Context]
-	routes  routeTable
+	g      *guard.Middleware[echo.Context]
+	routes routeTable
 }
 
 // wrap puts the lock in front of next. echo v4 applies a route's
@@ -80,52 +72,45 @@ type lockMiddleware struct {
 func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req, name := c.Request(), c.Path()
-		if guard.Preflight(req.Method, req.Header) || !m.routes.routed(c, name) || (m.cfg.Skipper != nil && m.cfg.Skipper(c)) {
+		if m.g.Skip(c, m.routes.routed(c, name)) {
 			return next(c)
 		}
-		h := m.p.Acquire(req.Context(), c, name, req.Method)
+		h := m.g.Acquire(req.Context(), c, name, req.Method)
 		if !h.OK() {
 			return m.refuse(c, h)
 		}
 		defer m.release(c, h)
 		defer c.SetRequest(req)
 		c.SetRequest(req.WithContext(h.Ctx))
-		h.SetToken(c.Response().Header(), m.cfg.TokenHeader)
+		m.g.SetToken(c.Response().Header(), h)
 		return next(c)
 	}
 }
 
-// release ends h's hold once the handler returned, and tells
-// ReleaseErrorHandler (default: c.Logger()) of a lost lease or a failed
-// release.
+// release ends h's hold once the handler returned.
 func (m *lockMiddleware) release(c echo.Context, h *guard.Hold) {
-	err := h.Release()
-	switch {
-	case err == nil:
-	case m.cfg.ReleaseErrorHandler != nil:
-		m.cfg.ReleaseErrorHandler(c, err)
-	default:
-		c.Logger().Error(err)
+	if err := h.Release(); err != nil {
+		m.g.Released(c, err)
 	}
 }
 
 // refuse returns the outcome of a request that may not run, never writing
 // it: echo's HTTPErrorHandler does. The returned *echo.HTTPError's Message
 // is the problem document (guard.Problem) and the response's headers
-// (guard.Answer.SetHeaders: Content-Type application/problem+json among
-// them) are set beforehand, so echo's default error handler, which keeps a
-// Content-Type already set, answers RFC 9457 problem+json; a custom handler
-// gets the document and the cause (Internal).
+// (Content-Type application/problem+json among them) are set beforehand,
+// so echo's default error handler, which keeps a Content-Type already set,
+// answers RFC 9457 problem+json; a custom handler gets the document and
+// the cause (Internal).
 func (m *lockMiddleware) refuse(c echo.Context, h *guard.Hold) error {
-	a, w := m.p.Answer(h), c.Response()
-	if ok, err := m.respond.Respond(c, h, a, w.Header()); ok {
+	w := c.Response()
+	a, custom, err := m.g.Refuse(c, h, w.Header())
+	switch {
+	case custom:
 		return err
-	}
-	if a.Problem == nil {
+	case a.Problem == nil:
 		w.Status = a.Status // nobody to answer: record 499 for the access log
 		return nil
 	}
-	a.SetHeaders(w.Header())
 	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: h.Err}
 }
 

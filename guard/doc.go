@@ -38,6 +38,12 @@
 // message and the retry hint. Preflight is the one rule of which requests
 // pass unlocked (a CORS preflight), SafeMethod which take the read side.
 //
+// A middleware configured by a struct of fields whose answers return an
+// error (echo's Config; fiber's, hertz's) declares its Config as
+// MiddlewareConfig of its request type: NewMiddleware reads and checks it
+// into a Middleware, which also skips, answers and reports as its fields
+// say, so the adapter only maps its framework's request and answers.
+//
 // A fail-open run (core.Request.FailOpen) is reported to the Client's
 // Observer by core itself when it runs unlocked, so no adapter can forget
 // it or report it for the wrong outcome.

@@ -1,6 +1,7 @@
 package guard_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -19,10 +20,11 @@ type req map[string]string
 
 type mapReader struct{}
 
-// Request is a request carrying r's headers, query and cookies.
+// Request is a request carrying r's method (default GET), headers, query
+// and cookies.
 func (mapReader) Request(r req) *http.Request {
 	q := url.Values{}
-	hr := httptest.NewRequest(http.MethodGet, "/", nil)
+	hr := httptest.NewRequest(cmp.Or(r["method"], http.MethodGet), "/", nil)
 	for k, v := range r {
 		src, name, _ := strings.Cut(k, ":")
 		switch src {

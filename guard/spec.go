@@ -8,7 +8,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 )
 
-// Key specs are how a configuration made of strings (echo's Config, a
+// Key specs are how a configuration made of strings (MiddlewareConfig, a
 // configuration file) writes a key; ParseKeys and ParseSide read such a
 // configuration's key and side fields the same way for every adapter that
 // has them.
@@ -83,8 +83,8 @@ func ParseKey[R any](rd HTTPReader[R], spec string) (Key[R], error) {
 	return Join(parts...), nil
 }
 
-// ParseKeys reads the key fields of a configuration made of strings (the
-// echo adapters' KeyParts, Keys, KeyFunc and KeyFromRoute): spec (one key
+// ParseKeys reads the key fields of a configuration made of strings
+// (MiddlewareConfig's KeyParts, Keys, KeyFunc and KeyFromRoute): spec (one key
 // spec, ParseKey), or specs (several, each like spec, taken together), or
 // whole (a whole key, Verbatim), or route (RouteKey). Exactly one must be
 // set; the errors match core.ErrInvalidOption.
@@ -123,7 +123,7 @@ func ParseKeys[R any](rd HTTPReader[R], spec string, specs []string, whole func(
 }
 
 // ParseSide reads the read/write field of a configuration made of strings
-// (the echo adapters' ReadWrite): "" none, "method" by method
+// (MiddlewareConfig's ReadWrite): "" none, "method" by method
 // (Config.SideByMethod), "read" or "write" one side always. Anything else is
 // refused (core.ErrInvalidOption).
 func ParseSide(s string) (side core.Side, byMethod bool, err error) {

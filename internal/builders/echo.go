@@ -13,9 +13,18 @@ import (
 )
 
 // Echo serves routes with echo v4 (Recover in front) and echolock.
-var Echo = conformance.Adapter{Name: "echo", Build: buildEcho}
+var Echo = EchoWith(echolock.Config.ToMiddleware)
 
-func buildEcho(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+// EchoWith is Echo with each route's middleware built by toMiddleware from
+// its Config, so echolock's tests can build it through a constructor of
+// their own that keeps the middleware.
+func EchoWith(toMiddleware func(echolock.Config) (echo4.MiddlewareFunc, error)) conformance.Adapter {
+	return conformance.Adapter{Name: "echo", Build: func(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+		return buildEcho(t, client, toMiddleware, routes)
+	}}
+}
+
+func buildEcho(t testing.TB, client *core.Client, toMiddleware func(echolock.Config) (echo4.MiddlewareFunc, error), routes []conformance.Route) http.Handler {
 	e := echo4.New()
 	e.HideBanner, e.HidePort = true, true
 	e.Use(echo4mw.RecoverWithConfig(echo4mw.RecoverConfig{DisablePrintStack: true}))
@@ -26,7 +35,7 @@ func buildEcho(t testing.TB, client *core.Client, routes ...conformance.Route) h
 		if f := rt.ReleaseError; f != nil {
 			cfg.ReleaseErrorHandler = func(_ echo4.Context, err error) { f(err) }
 		}
-		mw, err := cfg.ToMiddleware()
+		mw, err := toMiddleware(cfg)
 		if err != nil {
 			t.Fatalf("route %s: %v", rt.Path, err)
 		}
