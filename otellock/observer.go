@@ -62,7 +62,8 @@ type acquireCtx struct {
 	span            trace.Span
 	start           time.Time           // just after the span's start: the earliest an event is dated
 	holders         []holderID          // holders met so far (at most maxLinks)
-	links           []trace.SpanContext // holders linked so far
+	metadata        []string            // the metadata each of holders was last met with
+	links           []trace.SpanContext // holders linked so far (at most maxLinks)
 }
 
 // holderID tells holders apart: one lease of one owner.
@@ -169,14 +170,28 @@ func (o *observer) HolderMetadata(ctx context.Context, _ core.AcquireInfo) strin
 // and fencing token) and at most maxLinks of them: it counts it, adds a
 // lock.contended event at the moment the holder was met, and links
 // lock.acquire to the holder's request span when the holder stored one.
+//
+// A holder met again with other metadata is one grant that changed hands:
+// a grant to a Client's queue names the caller at its head, and when that
+// caller gives up before it takes the grant, the next caller of the queue
+// takes it under the same owner and token. That is no new contention, but
+// the request that holds is another, so it is linked too.
 func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Holder, attempt int) {
 	st := acquireFrom(ctx)
 	if st != nil {
 		id := holderID{h.Owner, h.Token}
-		if len(st.holders) >= maxLinks || slices.Contains(st.holders, id) {
+		if i := slices.Index(st.holders, id); i >= 0 {
+			if h.Metadata != "" && h.Metadata != st.metadata[i] {
+				st.metadata[i] = h.Metadata
+				o.link(st, h)
+			}
+			return
+		}
+		if len(st.holders) >= maxLinks {
 			return
 		}
 		st.holders = append(st.holders, id)
+		st.metadata = append(st.metadata, h.Metadata)
 	}
 	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
 	if st == nil || !st.span.IsRecording() {
@@ -195,7 +210,13 @@ func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Hol
 		}
 		st.span.AddEvent(EventContended, attrs, trace.WithTimestamp(at))
 	}
-	if h.Metadata == "" {
+	o.link(st, h)
+}
+
+// link links lock.acquire to the request span h's metadata names, once
+// per span and at most maxLinks spans.
+func (o *observer) link(st *acquireCtx, h core.Holder) {
+	if h.Metadata == "" || len(st.links) >= maxLinks || !st.span.IsRecording() {
 		return
 	}
 	sc := decodeHolder(o.prop, h.Metadata)
@@ -208,6 +229,7 @@ func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Hol
 		}
 	}
 	st.links = append(st.links, sc)
+	holder := []attribute.KeyValue{AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token)}
 	st.span.AddLink(trace.Link{SpanContext: sc, Attributes: holder})
 }
 

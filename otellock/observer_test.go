@@ -45,6 +45,29 @@ func TestOneLinkPerHolder(t *testing.T) {
 	}
 }
 
+// A grant that changed hands before it was taken (the queue's head gave
+// up, the next caller of its Client took it under the same owner and
+// token) is one contention, linked to both requests: the one the grant
+// first named and the one that holds.
+func TestGrantChangedHandsLinksTheHolder(t *testing.T) {
+	tel := newTelemetry(t)
+	info := core.AcquireInfo{Key: "k", Name: "n", Strategy: "notify"}
+	ctx := tel.obs.AcquireStart(context.Background(), info)
+	head, next := holderSC(0xa), holderSC(0xb)
+	for i, meta := range []string{metaFor(head), metaFor(head), metaFor(next), metaFor(next), ""} {
+		tel.obs.Contended(ctx, info, core.Holder{Owner: "replica-2", Metadata: meta, Token: 7}, i+1)
+	}
+	tel.obs.AcquireEnd(ctx, info, core.AcquireResult{Outcome: core.OutcomeTimeout, Attempts: 5, Err: &core.NotAcquiredError{Key: "k"}})
+	acq := tel.one(t, otellock.SpanAcquire)
+	if n := len(acq.Events()); n != 1 {
+		t.Fatalf("%d events, want 1: one holder (owner and token)", n)
+	}
+	links := acq.Links()
+	if len(links) != 2 || links[0].SpanContext.SpanID() != head.SpanID() || links[1].SpanContext.SpanID() != next.SpanID() {
+		t.Fatalf("links %+v, want the head's request then the one that holds", links)
+	}
+}
+
 // The holder metadata is the W3C traceparent of the acquiring request's
 // span (lock.acquire's parent) and nothing else (no baggage); it stays
 // within core.MaxMetadataLen, dropping whole fields that would not fit.
