@@ -2,7 +2,6 @@ package faults_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,93 +17,29 @@ import (
 // at their local deadlines during the pause, and afterwards every worker
 // acquires again within a bound. The checkers: never more than 2 believed
 // permits at once (Excess), never a writer overlapping anyone
-// (RWConflicts), grants' tokens increasing per key (TokenInversions), and
-// no holder entry left behind.
+// (RWConflicts), write tokens increasing (TokenInversions), no write the
+// fenced resource refused or lost, and no holder entry left behind.
 func TestS13SharedThroughServerPause(t *testing.T) {
 	const ttl = time.Second
 	const pause = 2500 * time.Millisecond
 	const permits = 2
 	srv := redistest.Start(t)
-	hist := faults.NewHistory()
 	ctx := testkit.Context(t, 90*time.Second)
-
-	type worker struct {
-		who  string
-		mode string
-		c    *core.Client
-	}
-	var workers []worker
+	var clients []*core.Client
 	for i := range 3 {
-		c := newClient(t, srv.NewClient(readTimeout(5*time.Second)), core.WithTTL(ttl), core.WithOwner(fmt.Sprint("c", i)))
-		workers = append(workers,
-			worker{fmt.Sprint("c", i, "/permit/0"), faults.ModePermit, c},
-			worker{fmt.Sprint("c", i, "/permit/1"), faults.ModePermit, c},
-			worker{fmt.Sprint("c", i, "/read"), faults.ModeRead, c},
-			worker{fmt.Sprint("c", i, "/write"), faults.ModeWrite, c},
-		)
+		clients = append(clients, newClient(t, srv.NewClient(readTimeout(5*time.Second)), core.WithTTL(ttl), core.WithOwner(fmt.Sprint("c", i))))
 	}
-	var names []string
-	for _, w := range workers {
-		names = append(names, w.who)
-	}
-	live := faults.NewLiveness(names...)
-	healed := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			after := false // a round begun after the heal counts for liveness
-			for round := 0; round < 400; round++ {
-				select {
-				case <-healed:
-					if after {
-						return // one acquire after the heal is enough
-					}
-					after = true
-				default:
-				}
-				var l *core.Lease
-				var err error
-				key := "s13:rw"
-				switch w.mode {
-				case faults.ModePermit:
-					key = "s13:sem"
-					l, err = w.c.Semaphore(key, permits).Acquire(ctx, core.Wait(20*time.Second))
-				case faults.ModeRead:
-					l, err = w.c.RWLock(key).RLock(ctx, core.Wait(20*time.Second))
-				default:
-					l, err = w.c.RWLock(key).Lock(ctx, core.Wait(20*time.Second))
-				}
-				if err != nil {
-					if after {
-						live.Failed(w.who, err)
-						return
-					}
-					continue // the pause: Redis did not answer, try again
-				}
-				if after {
-					live.Acquired(w.who)
-				}
-				hd := hist.BeginMode(w.who, w.mode, l)
-				select { // the work: until the lease ends or 30ms pass
-				case <-l.Done():
-				case <-time.After(30 * time.Millisecond):
-				}
-				hd.Released()
-				_ = l.Release(ctx) // ErrLost / ErrUnavailable during the pause
-			}
-		}()
-	}
+	run := runShared(t, ctx, clients, "s13", permits, 1)
+	hist := run.hist
 	testkit.WaitFor(t, 10*time.Second, "holds before the pause", func() bool { return len(hist.Intervals()) >= 20 })
 	// Held through the pause: a permit and a read side that end at their
 	// local deadline while the server is frozen.
 	pinned := newClient(t, srv.NewClient(), core.WithTTL(ttl), core.WithOwner("pinned"))
-	pl, err := pinned.Semaphore("s13:sem", permits).Acquire(ctx, core.Wait(20*time.Second))
+	pl, err := pinned.Semaphore(run.semKey, permits).Acquire(ctx, core.Wait(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl, err := pinned.RWLock("s13:rw").RLock(ctx, core.Wait(20*time.Second))
+	rl, err := pinned.RWLock(run.rwKey).RLock(ctx, core.Wait(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,45 +53,25 @@ func TestS13SharedThroughServerPause(t *testing.T) {
 	}
 	time.Sleep(pause - ttl) // the rest of the fault's length
 	srv.Resume()
-	live.Healed()
-	close(healed)
-	wg.Wait()
-	if err := live.Check(10 * time.Second); err != nil {
-		t.Error(err)
-	}
+	run.heal()
+	run.wait(t, 10*time.Second)
 	ivs := hist.Intervals()
-	var sem, rw []faults.Interval
+	checkShared(t, "through the pause", ivs, permits)
+	if st := run.res.Stats(); st.LostUpdates != 0 || st.Rejected != 0 {
+		t.Errorf("fenced resource of the writes: %+v", st)
+	}
+	sem, lost := 0, 0
 	for _, iv := range ivs {
-		if iv.Key == "s13:sem" {
-			sem = append(sem, iv)
-		} else {
-			rw = append(rw, iv)
-		}
-	}
-	if c := faults.Excess(sem, permits); len(c) > 0 {
-		t.Errorf("more than %d permits believed at once: %v", permits, c[0])
-	}
-	if o := faults.RWConflicts(rw); len(o) > 0 {
-		t.Errorf("a writer overlapped another holder: %v", o[0])
-	}
-	// Concurrent holders begin in any order, so tokens are checked where
-	// holds exclude: the writes, in the order they began.
-	var writes []faults.Interval
-	lost := 0
-	for _, iv := range ivs {
-		if iv.Mode == faults.ModeWrite {
-			writes = append(writes, iv)
+		if iv.Mode == faults.ModePermit {
+			sem++
 		}
 		if iv.End == faults.EndContext || iv.End == faults.EndUntil {
 			lost++
 		}
 	}
-	if inv := faults.TokenInversions(writes); len(inv) > 0 {
-		t.Errorf("write tokens not increasing: %v", inv[0])
-	}
 	if lost < 2 {
 		t.Errorf("%d leases ended by their deadline during the pause, want the 2 pinned ones at least", lost)
 	}
-	t.Logf("%d permit holds, %d read/write holds, %d ended by loss", len(sem), len(rw), lost)
+	t.Logf("%d permit holds, %d read/write holds, %d ended by loss", sem, len(ivs)-sem, lost)
 	noLeftovers(t, 2*ttl, srv.NewClient())
 }
