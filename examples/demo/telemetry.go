@@ -34,9 +34,10 @@ type hooks struct {
 	flushed func(cut bool)
 }
 
-// shutdownGrace bounds what the demo's telemetry flush may add to a run:
-// an exporter whose backend does not answer is cut off this long after the
-// load ended, its unsent spans and metrics a warning.
+// shutdownGrace is the deadline of the demo's telemetry flush, counted
+// from the load's end: an exporter whose backend does not answer is cut
+// off then (the run ends a few tens of ms later), its unsent spans and
+// metrics a warning.
 const shutdownGrace = 1500 * time.Millisecond
 
 // setupTelemetry is the demo's OpenTelemetry pipeline, from the standard
