@@ -87,14 +87,7 @@ func TestGrantTakenByTheNextWaiterNamesIt(t *testing.T) {
 				l, err := tc.acquire(waiter, nextCtx)
 				nextDone <- result{l, err}
 			}()
-			testkit.WaitFor(t, 10*time.Second, "the next caller queued behind the head", func() bool {
-				for _, s := range waiter.Locks() {
-					if s.Key == "k" && s.Waiters == 2 {
-						return true
-					}
-				}
-				return false
-			})
+			waitQueued(t, waiter, "the next caller queued behind the head")
 			headSpan, nextSpan := head.SpanContext().SpanID().String(), next.SpanContext().SpanID().String()
 			if err := h.Release(ctx); err != nil { // grants the lock to the waiter's queue, as its head last described it
 				t.Fatal(err)
@@ -202,14 +195,7 @@ func TestKeptPlaceNamesTheNextWaiter(t *testing.T) {
 				l, err := tc.acquire(waiter, nextCtx)
 				nextDone <- result{l, err}
 			}()
-			testkit.WaitFor(t, 10*time.Second, "the next caller queued behind the first", func() bool {
-				for _, s := range waiter.Locks() {
-					if s.Key == "k" && s.Waiters == 2 {
-						return true
-					}
-				}
-				return false
-			})
+			waitQueued(t, waiter, "the next caller queued behind the first")
 			if err := h.Release(ctx); err != nil { // grants to the waiter's queue: the first caller goes in
 				t.Fatal(err)
 			}
@@ -242,4 +228,18 @@ func TestKeptPlaceNamesTheNextWaiter(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitQueued waits until two callers of c wait for key "k": the first in
+// Redis's wait queue, the second behind it in c's local queue.
+func waitQueued(t *testing.T, c *core.Client, what string) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, what, func() bool {
+		for _, s := range c.Locks() {
+			if s.Key == "k" && s.Waiters == 2 {
+				return true
+			}
+		}
+		return false
+	})
 }
