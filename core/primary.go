@@ -127,35 +127,41 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 	case notifyOnly:
 		argv = argv[:9]
 	}
-	var cmd *redis.Cmd
-	if p.ack.replicas == 0 {
-		cmd = p.eval(ctx, acquireScript, argv)
-	} else {
-		cmd = p.run(ctx, acquireScript, []string{n.key}, argv[4:]...)
-	}
-	v, err := cmd.Result()
+	v, err := p.script(ctx, acquireScript, n, argv).Result()
 	if err != nil {
 		return acquireReply{}, err
 	}
 	return parseAcquire(v)
 }
 
+// script runs s on n's key with argv (as eval takes it): through the
+// batcher (eval), or, under replica acknowledgement, pipelined with its
+// WAIT (run).
+func (p *primary) script(ctx context.Context, s *script, n redisNames, argv []any) *redis.Cmd {
+	if p.ack.replicas == 0 {
+		return p.eval(ctx, s, argv)
+	}
+	return p.run(ctx, s, []string{n.key}, argv[4:]...)
+}
+
 // acquireShared runs shared_acquire.lua: one attempt on a semaphore or a
-// side of a read/write lock.
+// side of a read/write lock, sent as the mutex's attempt is (in the
+// batcher's pipelines, or with WAIT under replica acknowledgement).
 func (p *primary) acquireShared(ctx context.Context, n redisNames, r acquireReq, life, grant any) (acquireReply, error) {
-	args := []any{r.token, ms(r.ttl), r.owner, r.meta, string(r.mode), r.limit, n.channel, r.queue, life, grant, "", nil}
+	argv := []any{nil, nil, 1, n.keyArg, r.token, msArg(r.ttl), r.ownerArg(), r.meta, string(r.mode), r.limit, n.channelArg, r.queue, life, grant, "", nil}
+	const first = 4 // argv[first:] are the script's arguments
 	if r.place > 0 {
-		args[10] = r.place
+		argv[first+10] = r.place
 	}
 	switch {
 	case r.queue == "":
-		args = args[:8]
+		argv = argv[:first+8]
 	case r.more:
-		args[11] = r.next
+		argv[first+11] = r.next
 	default:
-		args = args[:11]
+		argv = argv[:first+11]
 	}
-	res, err := p.run(ctx, sharedAcquireScripts.on(p.sharded), []string{n.key}, args...).Slice()
+	res, err := p.script(ctx, sharedAcquireScripts.on(p.sharded), n, argv).Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -222,7 +228,8 @@ func (p *primary) releaseShared(ctx context.Context, n redisNames, token, queue 
 	if n.kind == kindRW {
 		kind = "rw"
 	}
-	v, err := p.run(ctx, sharedReleaseScripts.on(p.sharded), []string{n.key}, token, n.channel, fenceKeepMs, kind, queue).Int64()
+	argv := []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs, kind, queue}
+	v, err := p.script(ctx, sharedReleaseScripts.on(p.sharded), n, argv).Int64()
 	return err == nil && v >= 1, v == 2, err
 }
 
