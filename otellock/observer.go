@@ -61,9 +61,15 @@ type acquireCtx struct {
 	parent          context.Context // the caller's: lock.hold's parent
 	span            trace.Span
 	start           time.Time           // just after the span's start: the earliest an event is dated
-	holders         []holderID          // holders met so far (at most maxLinks)
-	metadata        []string            // the metadata each of holders was last met with
+	holders         []metHolder         // holders met so far (at most maxLinks)
 	links           []trace.SpanContext // holders linked so far (at most maxLinks)
+}
+
+// metHolder is a holder an acquire met: one lease of one owner, and the
+// metadata it was last met with.
+type metHolder struct {
+	holderID
+	metadata string
 }
 
 // holderID tells holders apart: one lease of one owner.
@@ -113,13 +119,13 @@ func holdFrom(ctx context.Context) trace.Span {
 // AcquireStart starts lock.acquire as a child of the span in ctx (the
 // request's) and counts a pending acquire.
 func (o *observer) AcquireStart(ctx context.Context, a core.AcquireInfo) context.Context {
-	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
+	o.m.pending.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", "").add...)
 	sctx, span := o.tracer.Start(ctx, SpanAcquire, o.spanOpts...)
 	if span.IsRecording() {
 		if a.Limit > 0 {
 			o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(a.Kind), AttrWaitStrategy.String(a.Strategy), AttrLimit.Int(a.Limit))
 		} else {
-			o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(kindOf(a)), AttrWaitStrategy.String(a.Strategy))
+			o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(kindOf(a.Kind)), AttrWaitStrategy.String(a.Strategy))
 		}
 	}
 	// start is read after the span started, so no event dated from it
@@ -180,9 +186,9 @@ func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Hol
 	st := acquireFrom(ctx)
 	if st != nil {
 		id := holderID{h.Owner, h.Token}
-		if i := slices.Index(st.holders, id); i >= 0 {
-			if h.Metadata != "" && h.Metadata != st.metadata[i] {
-				st.metadata[i] = h.Metadata
+		if i := slices.IndexFunc(st.holders, func(m metHolder) bool { return m.holderID == id }); i >= 0 {
+			if h.Metadata != "" && h.Metadata != st.holders[i].metadata {
+				st.holders[i].metadata = h.Metadata
 				o.link(st, h)
 			}
 			return
@@ -190,17 +196,15 @@ func (o *observer) Contended(ctx context.Context, a core.AcquireInfo, h core.Hol
 		if len(st.holders) >= maxLinks {
 			return
 		}
-		st.holders = append(st.holders, id)
-		st.metadata = append(st.metadata, h.Metadata)
+		st.holders = append(st.holders, metHolder{id, h.Metadata})
 	}
-	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
+	o.m.contentions.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", "").add...)
 	if st == nil || !st.span.IsRecording() {
 		return
 	}
-	holder := []attribute.KeyValue{AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token)}
 	// The event is dated when the holder was met; one met before this wait
 	// began (the holder it queued behind) at the wait's start.
-	attrs := trace.WithAttributes(append(holder, AttrAttempt.Int(attempt))...)
+	attrs := trace.WithAttributes(AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token), AttrAttempt.Int(attempt))
 	if h.Seen.IsZero() {
 		st.span.AddEvent(EventContended, attrs)
 	} else {
@@ -229,8 +233,7 @@ func (o *observer) link(st *acquireCtx, h core.Holder) {
 		}
 	}
 	st.links = append(st.links, sc)
-	holder := []attribute.KeyValue{AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token)}
-	st.span.AddLink(trace.Link{SpanContext: sc, Attributes: holder})
+	st.span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{AttrHolderOwner.String(h.Owner), AttrHolderFencingToken.Int64(h.Token)}})
 }
 
 // AcquireEnd ends lock.acquire with the outcome and, on success, starts
@@ -242,8 +245,8 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	if r.Outcome != core.OutcomeAcquired {
 		et = outcome // the outcome is the error's class: one taxonomy
 	}
-	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
-	mo := o.m.attrs.get(a.Name, kindOf(a), outcome, et)
+	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", "").add...)
+	mo := o.m.attrs.get(a.Name, kindOf(a.Kind), outcome, et)
 	o.m.acquisitions.Add(ctx, 1, mo.add...)
 	o.m.acquireDur.Record(ctx, r.Waited.Seconds(), mo.rec...)
 
@@ -275,13 +278,13 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	if r.Outcome != core.OutcomeAcquired {
 		return ctx
 	}
-	o.m.held.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", "").add...)
+	o.m.held.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", "").add...)
 	if !o.cfg.holdSpan {
 		return base
 	}
 	hctx, span := o.tracer.Start(base, SpanHold, o.spanOpts...)
 	if span.IsRecording() {
-		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(kindOf(a)), AttrFencingToken.Int64(r.Token))
+		o.setLockAttrs(span, a.Name, a.Key, a.Owner, AttrKind.String(kindOf(a.Kind)), AttrFencingToken.Int64(r.Token))
 	} else if !span.SpanContext().IsValid() {
 		// A no-op span (no provider): nothing to end or to parent to, and
 		// the caller's span stays the current one.
@@ -290,20 +293,13 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 	return &holdCtx{Context: hctx, span: span}
 }
 
-// kindOf is a's kind; an AcquireInfo built by hand without one is a mutex.
-func kindOf(a core.AcquireInfo) string {
-	if a.Kind == "" {
+// kindOf is an acquire's or a lease's kind; an AcquireInfo or LeaseInfo
+// built by hand without one is a mutex.
+func kindOf(kind string) string {
+	if kind == "" {
 		return core.KindMutex
 	}
-	return a.Kind
-}
-
-// leaseKind is kindOf for a lease's events.
-func leaseKind(l core.LeaseInfo) string {
-	if l.Kind == "" {
-		return core.KindMutex
-	}
-	return l.Kind
+	return kind
 }
 
 // acquireFailed: an acquire that ended so is the lock's failure to do its
@@ -330,7 +326,7 @@ func (o *observer) Renewed(ctx context.Context, l core.LeaseInfo, err error) {
 			outcome = RenewLost
 		}
 	}
-	o.m.renewals.Add(ctx, 1, o.m.attrs.get(l.Name, leaseKind(l), outcome, et).add...)
+	o.m.renewals.Add(ctx, 1, o.m.attrs.get(l.Name, kindOf(l.Kind), outcome, et).add...)
 	if span := holdFrom(ctx); span != nil && span.IsRecording() {
 		if err == nil {
 			span.AddEvent(EventRenewed, trace.WithAttributes(AttrOutcome.String(outcome)))
@@ -348,7 +344,7 @@ func (o *observer) Lost(ctx context.Context, l core.LeaseInfo, cause error) {
 		et = "lost"
 	}
 	o.leaseEnded(ctx, l, et)
-	o.m.losses.Add(ctx, 1, o.m.attrs.get(l.Name, leaseKind(l), "", et).add...)
+	o.m.losses.Add(ctx, 1, o.m.attrs.get(l.Name, kindOf(l.Kind), "", et).add...)
 	if span := holdFrom(ctx); span != nil {
 		span.SetAttributes(AttrErrorType.String(et))
 		span.SetStatus(codes.Error, o.describe(cause, et))
@@ -371,15 +367,15 @@ func (o *observer) Released(ctx context.Context, l core.LeaseInfo, err error) {
 }
 
 func (o *observer) leaseEnded(ctx context.Context, l core.LeaseInfo, et string) {
-	o.m.held.Add(ctx, -1, o.m.attrs.get(l.Name, leaseKind(l), "", "").add...)
-	o.m.holdDur.Record(ctx, l.Held.Seconds(), o.m.attrs.get(l.Name, leaseKind(l), "", et).rec...)
+	o.m.held.Add(ctx, -1, o.m.attrs.get(l.Name, kindOf(l.Kind), "", "").add...)
+	o.m.holdDur.Record(ctx, l.Held.Seconds(), o.m.attrs.get(l.Name, kindOf(l.Kind), "", et).rec...)
 }
 
 // Unlocked counts a handler that ran without the lock (fail-open) and marks
 // it on the request's span.
 func (o *observer) Unlocked(ctx context.Context, a core.AcquireInfo, err error) {
 	et := errorType(err)
-	o.m.unlocked.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a), "", et).add...)
+	o.m.unlocked.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", et).add...)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		kv := []attribute.KeyValue{AttrErrorType.String(et)}
 		if a.Name != "" {
