@@ -138,13 +138,12 @@ if ok then
   b.f, b.C, b.L, b.ch = fence, b.C + 1, tok, true
   sets[#sets + 1], sets[#sets + 2] = 'f', fence
   if mode == 'w' then b.W = tok end
-  if not b.E or now + ttl < b.E then b.E = now + ttl end
   local place = 0
   if mode == 'r' then place = pass or tonumber(b.S) or 0 end
   return admit(fence, place)
 end
 
-if q ~= '' and ARGV[9] then -- queue, or keep the place
+if q ~= '' then -- queue, or keep the place (a caller that queues sends life and grant)
   enqueue(now + tonumber(ARGV[9]), ARGV[4])
 end
 if why == 'q' then
@@ -155,7 +154,8 @@ if why == 'q' then
   return {0, owner or wq.owner, meta or '', left, 0, 'q'}
 end
 if who ~= '' and who == b.P then why = 'p' end
-local nh = redis.call('HMGET', K, 'p' .. who, 'd' .. who)
+local nh = {}
+if who ~= '' then nh = redis.call('HMGET', K, 'p' .. who, 'd' .. who) end
 if not nh[1] and b.C > 0 then -- the holder last named has left: name another
   local all = redis.call('HGETALL', K)
   for i = 1, #all, 2 do
