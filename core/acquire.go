@@ -582,15 +582,7 @@ func (a *acquisition) wait() (err error) {
 // passes on (shared_release.lua). The leave follows the queue's last
 // attempt if that one was left in flight in a batch.
 func (a *acquisition) leaveQueue(id string) {
-	c, n, ab := a.c, a.names, a.abandoned
-	done := make(chan struct{})
-	c.background(func() {
-		defer close(done)
-		if ab != nil {
-			<-ab.done // bounded by its batch's deadline
-		}
-		c.giveBack(n, id)
-	})
+	done := a.c.giveBackAfter(a.names, id, a.abandoned)
 	t := time.NewTimer(leaveWait)
 	defer t.Stop()
 	select {
@@ -721,21 +713,28 @@ func mayHaveRun(err error) bool {
 // first, and leave the lock to a token nobody has until its TTL.
 func (c *Client) releaseAfter(n redisNames, token string, err error) {
 	var ab *abandonedCall
-	if !errors.As(err, &ab) {
-		c.releaseLater(n, token)
-		return
-	}
-	c.background(func() {
-		<-ab.done
-		c.giveBack(n, token)
-	})
+	errors.As(err, &ab)
+	c.giveBackAfter(n, token, ab)
 }
 
 // releaseLater gives back a token whose acquire may or may not have run
 // (timeout, lost reply), best effort and bounded, so the lock is not stuck
 // for a whole TTL.
-func (c *Client) releaseLater(n redisNames, token string) {
-	c.background(func() { c.giveBack(n, token) })
+func (c *Client) releaseLater(n redisNames, token string) { c.giveBackAfter(n, token, nil) }
+
+// giveBackAfter gives token back in the background, after ab's batch when
+// the token's last call was left in one (bounded by the batch's deadline);
+// done closes once the give-back has run.
+func (c *Client) giveBackAfter(n redisNames, token string, ab *abandonedCall) (done <-chan struct{}) {
+	ch := make(chan struct{})
+	c.background(func() {
+		defer close(ch)
+		if ab != nil {
+			<-ab.done
+		}
+		c.giveBack(n, token)
+	})
+	return ch
 }
 
 // background runs fn on its own goroutine, which Close waits for. Once
