@@ -56,8 +56,8 @@ type acquireReq struct {
 	mode  sharedMode
 	limit int
 	// wait: the attempt is a waiter's (Acquire's head), not TryAcquire's
-	// or NoWait's. A refused shared writer then leaves its mark; a refused
-	// Redlock waiter asks for the release message (notifyOnly).
+	// or NoWait's. A refused Redlock waiter then asks for the release
+	// message (notifyOnly).
 	wait bool
 	// queue is the id of the caller Client's local queue for the lock, under
 	// which the lock's wait queue in Redis knows it ("" for a caller that

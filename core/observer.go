@@ -42,7 +42,9 @@ type Observer interface {
 	AcquireEnd(ctx context.Context, a AcquireInfo, r AcquireResult) context.Context
 	// Renewed is called after each renewal round of a lease (err nil: confirmed).
 	Renewed(ctx context.Context, l LeaseInfo, err error)
-	// Lost is called once when a lease is lost; cause matches ErrLost or ErrClosed.
+	// Lost is called once when a lease is lost; cause matches ErrLost,
+	// ErrClosed or ErrMaxHold (held for its MaxHold: the lock is released
+	// when the holder returns).
 	Lost(ctx context.Context, l LeaseInfo, cause error)
 	// Released is called once when the owner releases a lease it held.
 	Released(ctx context.Context, l LeaseInfo, err error)
