@@ -22,8 +22,8 @@ func Code(o core.Outcome) connect.Code { return connect.Code(guard.RPCCode(o)) }
 
 // Responder answers a call the lock did not let through, instead of
 // Answer: it returns the error the client gets, nil for Answer's. When that
-// *connect.Error carries a RetryInfo detail, the interceptor also sets the
-// grpc-retry-pushback-ms metadata from it.
+// *connect.Error carries RetryInfo details, the interceptor also sets the
+// grpc-retry-pushback-ms metadata from the first.
 type Responder func(ctx context.Context, r *Rejection) error
 
 // Rejection describes a call the lock did not let through, for a
@@ -78,7 +78,7 @@ func Answer(ctx context.Context, r *Rejection) error {
 }
 
 // reject answers a refused call: the On* responder's error or Answer's,
-// with the pushback metadata when it carries a RetryInfo.
+// with the pushback metadata from its first RetryInfo.
 func (c *config) reject(ctx context.Context, r *Rejection) error {
 	err := c.rpc.Respond.Answer(ctx, r)
 	if err == nil {
@@ -90,6 +90,7 @@ func (c *config) reject(ctx context.Context, r *Rejection) error {
 			if v, _ := d.Value(); v != nil {
 				if ri, ok := v.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
 					ce.Meta().Set(guard.PushbackTrailer, strconv.FormatInt(max(ri.GetRetryDelay().AsDuration(), 0).Milliseconds(), 10))
+					break // the first, as grpclock and clients reading the detail take it
 				}
 			}
 		}

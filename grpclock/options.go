@@ -143,9 +143,9 @@ func RetryAfter(f func(err error) time.Duration) Option {
 
 // Responder answers a call the lock did not let through, instead of
 // Answer: it returns the error the client gets, nil for Answer's. When that
-// status carries a RetryInfo detail, the interceptor also sets the
-// grpc-retry-pushback-ms trailer from it, so a stock gRPC client's retry
-// policy honours the hint.
+// status carries RetryInfo details, the interceptor also sets the
+// grpc-retry-pushback-ms trailer from the first, so a stock gRPC client's
+// retry policy honours the hint.
 type Responder func(ctx context.Context, r *Rejection) error
 
 // OnContended replaces the Aborted answer (the lock held past the wait
