@@ -3,7 +3,6 @@ package connectlock
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"connectrpc.com/connect"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
-	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // Code is the connect code of outcome o: guard.RPCCode, the one mapping of
@@ -22,8 +20,8 @@ func Code(o core.Outcome) connect.Code { return connect.Code(guard.RPCCode(o)) }
 
 // Responder answers a call the lock did not let through, instead of
 // Answer: it returns the error the client gets, nil for Answer's. When that
-// *connect.Error carries a RetryInfo detail, the interceptor also sets the
-// grpc-retry-pushback-ms metadata from it.
+// *connect.Error carries RetryInfo details, the interceptor also sets the
+// grpc-retry-pushback-ms metadata from the first.
 type Responder func(ctx context.Context, r *Rejection) error
 
 // Rejection describes a call the lock did not let through, for a
@@ -77,50 +75,37 @@ func Answer(ctx context.Context, r *Rejection) error {
 	return e
 }
 
-// reject answers a refused call: the On* responder's error or Answer's,
-// with the pushback metadata when it carries a RetryInfo.
-func (c *config) reject(ctx context.Context, r *Rejection) error {
-	err := c.rpc.Respond.Answer(ctx, r)
-	if err == nil {
-		err = Answer(ctx, r)
-	}
+// errorCode and errorDetails are how connect carries an answer
+// (rpckey.Wire): a *connect.Error.
+func errorCode(err error) (guard.Code, bool) {
 	var ce *connect.Error
-	if errors.As(err, &ce) {
-		for _, d := range ce.Details() {
-			if v, _ := d.Value(); v != nil {
-				if ri, ok := v.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
-					ce.Meta().Set(guard.PushbackTrailer, strconv.FormatInt(max(ri.GetRetryDelay().AsDuration(), 0).Milliseconds(), 10))
-				}
-			}
+	if !errors.As(err, &ce) {
+		return 0, false
+	}
+	return guard.Code(ce.Code()), true
+}
+
+func errorDetails(err error) []any {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	ds := make([]any, 0, len(ce.Details()))
+	for _, d := range ce.Details() {
+		if v, _ := d.Value(); v != nil {
+			ds = append(ds, v)
 		}
 	}
-	return err
+	return ds
 }
 
-// endedDuring reports whether a handler's failure is the lock's end: the
-// lease was lost or held for its MaxHold while it ran, and its error says
-// no more than that (no code of its own, or CodeCanceled while the caller
-// is still there). Such a call is answered Lost.
-func endedDuring(h *guard.Hold, callCtx context.Context, err error) bool {
-	if err == nil || !h.Ended() || callCtx.Err() != nil {
-		return false
-	}
+// setPushback sets the pushback metadata of answer, a *connect.Error
+// (sent as the call's trailer, or header): every call's rpckey.Pushback.
+func setPushback(answer error, ms string) {
 	var ce *connect.Error
-	return !errors.As(err, &ce) || ce.Code() == connect.CodeCanceled
-}
-
-// result is the answer to a call whose handler returned err under h: Lost
-// when it failed for the hold's end (endedDuring), else err.
-func (c *config) result(ctx context.Context, procedure string, h *guard.Hold, err error) error {
-	if endedDuring(h, ctx, err) {
-		return c.ended(ctx, procedure, h, err)
+	if errors.As(answer, &ce) {
+		ce.Meta().Set(guard.PushbackTrailer, ms)
 	}
-	return err
-}
-
-// ended answers a call whose handler failed for the lock's end.
-func (c *config) ended(ctx context.Context, procedure string, h *guard.Hold, err error) error {
-	return c.reject(ctx, rpckey.Lost(c.policy, procedure, h, err))
 }
 
 // on sets f as the answer of r's outcomes.

@@ -2,7 +2,6 @@ package connectlock
 
 import (
 	"context"
-	"errors"
 
 	"connectrpc.com/connect"
 
@@ -49,13 +48,13 @@ func (i unary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			return next(ctx, req)
 		}
 		proc := req.Spec().Procedure
-		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, Procedure: proc, Header: req.Header(), Msg: req.Any()}, rpckey.Name(proc), "")
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, Procedure: proc, Header: req.Header(), Msg: req.Any()}, proc)
 		if !h.OK() {
-			return nil, c.reject(ctx, c.policy.Reject(h, proc))
+			return nil, c.policy.Refuse(ctx, proc, h, setPushback)
 		}
-		defer c.rpc.Release(ctx, proc, h)
+		defer c.policy.Release(ctx, proc, h)
 		res, err := next(h.Ctx, req)
-		if err = c.result(ctx, proc, h, err); err != nil {
+		if err = c.policy.Result(ctx, proc, h, err, setPushback); err != nil {
 			return nil, err
 		}
 		return res, nil
@@ -85,12 +84,12 @@ func (i stream) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.
 			return c.serveFirstMessage(ctx, conn, next)
 		}
 		proc := conn.Spec().Procedure
-		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, Procedure: proc, Header: conn.RequestHeader()}, rpckey.Name(proc), "")
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, Procedure: proc, Header: conn.RequestHeader()}, proc)
 		if !h.OK() {
-			return c.reject(ctx, c.policy.Reject(h, proc))
+			return c.policy.Refuse(ctx, proc, h, setPushback)
 		}
-		defer c.rpc.Release(ctx, proc, h)
-		return c.result(ctx, proc, h, next(h.Ctx, &boundConn{StreamingHandlerConn: conn, c: c, ctx: ctx, hold: h}))
+		defer c.policy.Release(ctx, proc, h)
+		return c.policy.Result(ctx, proc, h, next(h.Ctx, &boundConn{StreamingHandlerConn: conn, c: c, ctx: ctx, hold: h}), setPushback)
 	}
 }
 
@@ -107,45 +106,25 @@ type boundConn struct {
 // hold's MaxHold it returns the call's answer, CodeAborted with a retry
 // hint, as to a handler that failed for it.
 func (s *boundConn) Receive(m any) error {
-	err := s.hold.Receive(func() error { return s.StreamingHandlerConn.Receive(m) })
-	if errors.Is(err, core.ErrMaxHold) {
-		return s.c.ended(s.ctx, s.Spec().Procedure, s.hold, err)
-	}
-	return err
+	return s.c.policy.Receive(s.ctx, s.Spec().Procedure, s.hold,
+		func() error { return s.StreamingHandlerConn.Receive(m) }, setPushback)
 }
 
-// firstMsgConn is a stream keyed by its first message: guard.FirstMessage
-// on connect's StreamingHandlerConn.
+// firstMsgConn is a stream keyed by its first message: rpckey's
+// FirstMessage on connect's StreamingHandlerConn.
 type firstMsgConn struct {
 	connect.StreamingHandlerConn
-	c    *config
-	ctx  context.Context // the stream's
-	lock *guard.FirstMessage[*Call]
+	lock *rpckey.FirstMessage[*Call]
 }
 
 func (c *config) serveFirstMessage(ctx context.Context, conn connect.StreamingHandlerConn, next connect.StreamingHandlerFunc) (err error) {
 	proc := conn.Spec().Procedure
-	s := &firstMsgConn{StreamingHandlerConn: conn, c: c, ctx: ctx}
-	s.lock = c.policy.FirstMessage(ctx, rpckey.Name(proc), func(m any) *Call { return &Call{Ctx: ctx, Procedure: proc, Header: conn.RequestHeader(), Msg: m} },
-		func(h *guard.Hold) error { return c.reject(ctx, c.policy.Reject(h, proc)) })
-	defer func() { // also when the handler panics: the lock is released
-		err = s.lock.Finish(err, func(h *guard.Hold, err error) error { return c.result(ctx, proc, h, err) },
-			func(h *guard.Hold) { c.rpc.Release(ctx, proc, h) })
-	}()
+	s := &firstMsgConn{StreamingHandlerConn: conn, lock: c.policy.FirstMessage(ctx, proc,
+		func(m any) *Call { return &Call{Ctx: ctx, Procedure: proc, Header: conn.RequestHeader(), Msg: m} }, setPushback)}
+	defer func() { err = s.lock.Finish(err) }() // also when the handler panics: the lock is released
 	return next(s.lock.Context(), s)
 }
 
-func (s *firstMsgConn) Receive(m any) error {
-	err := s.lock.Receive(m, s.StreamingHandlerConn.Receive)
-	if errors.Is(err, core.ErrMaxHold) {
-		return s.c.ended(s.ctx, s.Spec().Procedure, s.lock.Hold(), err)
-	}
-	return err
-}
+func (s *firstMsgConn) Receive(m any) error { return s.lock.Receive(m, s.StreamingHandlerConn.Receive) }
 
-func (s *firstMsgConn) Send(m any) error {
-	if err := s.lock.Refused(); err != nil {
-		return err
-	}
-	return s.StreamingHandlerConn.Send(m)
-}
+func (s *firstMsgConn) Send(m any) error { return s.lock.Send(m, s.StreamingHandlerConn.Send) }

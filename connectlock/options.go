@@ -12,7 +12,7 @@ import (
 
 type config struct {
 	rpc    rpckey.Config[*Call]
-	policy *guard.Policy[*Call]
+	policy *rpckey.Policy[*Call]
 	logger *slog.Logger
 }
 
@@ -104,7 +104,7 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 // of every lockkit RPC adapter).
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	c := &config{rpc: rpckey.Config[*Call]{Guard: guard.Config[*Call]{Client: client}, Stream: stream, Msg: callMsg, Procedure: callProcedure,
-		Respond: guard.RPCResponders{}}, logger: slog.Default()}
+		Respond: guard.RPCResponders{}, Wire: rpckey.Wire{Answer: Answer, Code: errorCode, Details: errorDetails}}, logger: slog.Default()}
 	for _, o := range opts {
 		o(c)
 	}

@@ -17,7 +17,7 @@ type Option func(*config)
 
 type config struct {
 	rpc    rpckey.Config[*Call]
-	policy *guard.Policy[*Call]
+	policy *rpckey.Policy[*Call]
 }
 
 // Key makes the lock key from parts, their values joined like every lockkit
@@ -143,9 +143,9 @@ func RetryAfter(f func(err error) time.Duration) Option {
 
 // Responder answers a call the lock did not let through, instead of
 // Answer: it returns the error the client gets, nil for Answer's. When that
-// status carries a RetryInfo detail, the interceptor also sets the
-// grpc-retry-pushback-ms trailer from it, so a stock gRPC client's retry
-// policy honours the hint.
+// status carries RetryInfo details, the interceptor also sets the
+// grpc-retry-pushback-ms trailer from the first, so a stock gRPC client's
+// retry policy honours the hint.
 type Responder func(ctx context.Context, r *Rejection) error
 
 // OnContended replaces the Aborted answer (the lock held past the wait
@@ -175,7 +175,7 @@ func on(f Responder, r guard.Refusal) Option { return func(c *config) { c.rpc.Re
 // misconfigured middleware does not start.)
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	c := &config{rpc: rpckey.Config[*Call]{Guard: guard.Config[*Call]{Client: client}, Stream: stream, Msg: callMsg, Procedure: callMethod,
-		Respond: guard.RPCResponders{}, OnRelease: logReleaseError}}
+		Respond: guard.RPCResponders{}, Wire: rpckey.Wire{Answer: Answer, Code: statusCode, Details: statusDetails}, OnRelease: logReleaseError}}
 	for _, o := range opts {
 		o(c)
 	}

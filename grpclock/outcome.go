@@ -2,10 +2,9 @@ package grpclock
 
 import (
 	"context"
-	"strconv"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -60,47 +59,26 @@ func Answer(ctx context.Context, r *Rejection) error {
 // pushback, in milliseconds (gRFC A6).
 const PushbackTrailer = guard.PushbackTrailer
 
-// reject answers a refused call: the On* responder's status or Answer's,
-// plus the pushback trailer when that status carries a RetryInfo.
-func (c *config) reject(ctx context.Context, setTrailer func(metadata.MD), r *Rejection) error {
-	err := c.rpc.Respond.Answer(ctx, r)
-	if err == nil {
-		err = Answer(ctx, r)
-	}
-	if d, ok := retryDelay(err); ok {
-		setTrailer(metadata.Pairs(PushbackTrailer, strconv.FormatInt(d.Milliseconds(), 10)))
-	}
-	return err
-}
-
-func retryDelay(err error) (time.Duration, bool) {
+// statusCode and statusDetails are how gRPC carries an answer
+// (rpckey.Wire): a status.
+func statusCode(err error) (guard.Code, bool) {
 	st, ok := status.FromError(err)
-	if !ok {
-		return 0, false
-	}
-	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
-			return max(ri.GetRetryDelay().AsDuration(), 0), true
-		}
-	}
-	return 0, false
+	return guard.Code(st.Code()), ok
 }
 
-// endedDuring reports whether a handler's failure is the lock's end: the
-// lease was lost or held for its MaxHold while it ran, and its error says
-// no more than that (no status of its own, or codes.Canceled while the
-// caller is still there). Such a call is answered Lost rather than a
-// misleading Canceled/Unknown.
-func endedDuring(h *guard.Hold, callCtx context.Context, err error) bool {
-	if err == nil || !h.Ended() || callCtx.Err() != nil {
-		return false
+func statusDetails(err error) []any {
+	if st, ok := status.FromError(err); ok {
+		return st.Details()
 	}
-	st, ok := status.FromError(err)
-	return !ok || st.Code() == codes.Canceled
+	return nil
 }
 
-// ended answers a call whose handler failed for the lock's end (endedDuring):
-// Lost, its cause the handler's error joined with the hold's end.
-func (c *config) ended(ctx context.Context, setTrailer func(metadata.MD), method string, h *guard.Hold, err error) error {
-	return c.reject(ctx, setTrailer, rpckey.Lost(c.policy, method, h, err))
+// unaryPushback sets the pushback trailer of the unary call of ctx.
+func unaryPushback(ctx context.Context) rpckey.Pushback {
+	return func(_ error, ms string) { _ = grpc.SetTrailer(ctx, metadata.Pairs(PushbackTrailer, ms)) }
+}
+
+// streamPushback sets the pushback trailer of stream ss.
+func streamPushback(ss grpc.ServerStream) rpckey.Pushback {
+	return func(_ error, ms string) { ss.SetTrailer(metadata.Pairs(PushbackTrailer, ms)) }
 }

@@ -2,13 +2,11 @@ package grpclock
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
-	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // StreamServerInterceptor returns an interceptor that holds a lock for the
@@ -32,16 +30,13 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 			return c.serveFirstMessage(srv, ss, info, handler)
 		}
 		ctx := ss.Context()
-		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, rpckey.Name(info.FullMethod), "")
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod}, info.FullMethod)
 		if !h.OK() {
-			return c.reject(ctx, ss.SetTrailer, c.policy.Reject(h, info.FullMethod))
+			return c.policy.Refuse(ctx, info.FullMethod, h, streamPushback(ss))
 		}
-		defer c.rpc.Release(ctx, info.FullMethod, h)
+		defer c.policy.Release(ctx, info.FullMethod, h)
 		err := handler(srv, &boundStream{ServerStream: ss, ctx: h.Ctx, hold: h, c: c, method: info.FullMethod})
-		if endedDuring(h, ctx, err) {
-			return c.ended(ctx, ss.SetTrailer, info.FullMethod, h, err)
-		}
-		return err
+		return c.policy.Result(ctx, info.FullMethod, h, err, streamPushback(ss))
 	}
 }
 
@@ -62,9 +57,6 @@ func (s *boundStream) Context() context.Context { return s.ctx }
 // an idle stream's lock). Past the hold's MaxHold it returns the call's
 // answer, Aborted with a retry hint, as to a handler that failed for it.
 func (s *boundStream) RecvMsg(m any) error {
-	err := s.hold.Receive(func() error { return s.ServerStream.RecvMsg(m) })
-	if errors.Is(err, core.ErrMaxHold) {
-		return s.c.ended(s.ServerStream.Context(), s.ServerStream.SetTrailer, s.method, s.hold, err)
-	}
-	return err
+	return s.c.policy.Receive(s.ServerStream.Context(), s.method, s.hold,
+		func() error { return s.ServerStream.RecvMsg(m) }, streamPushback(s.ServerStream))
 }

@@ -1,12 +1,9 @@
 package grpclock
 
 import (
-	"github.com/lockkit/lockkit/guard/rpckey"
-
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/metadata"
 
 	"github.com/lockkit/lockkit/core"
 )
@@ -26,15 +23,14 @@ import (
 func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(client, opts, false)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		trailer := func(md metadata.MD) { _ = grpc.SetTrailer(ctx, md) }
-		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, rpckey.Name(info.FullMethod), "")
+		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, info.FullMethod)
 		if !h.OK() {
-			return nil, c.reject(ctx, trailer, c.policy.Reject(h, info.FullMethod))
+			return nil, c.policy.Refuse(ctx, info.FullMethod, h, unaryPushback(ctx))
 		}
-		defer c.rpc.Release(ctx, info.FullMethod, h)
+		defer c.policy.Release(ctx, info.FullMethod, h)
 		resp, err := handler(h.Ctx, req)
-		if endedDuring(h, ctx, err) {
-			return nil, c.ended(ctx, trailer, info.FullMethod, h, err)
+		if c.policy.EndedDuring(h, ctx, err) {
+			return nil, c.policy.Ended(ctx, info.FullMethod, h, err, unaryPushback(ctx))
 		}
 		return resp, err
 	}

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
@@ -388,6 +390,30 @@ func TestUnaryErrorHandlerOverride(t *testing.T) {
 	close(leave)
 	if err := testkit.Recv(t, first, 10*time.Second, "first"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A responder's status with two RetryInfo details makes one pushback
+// trailer, from the first detail: what a client reading the detail takes,
+// and one value, as gRPC's own retry needs.
+func TestUnaryResponderPushbackIsFirstRetryInfo(t *testing.T) {
+	c := newClient(t, redistest.Start(t))
+	cl := serve(t, &service{}, unary(c, grpclock.OnBadKey(func(ctx context.Context, r *grpclock.Rejection) error {
+		st, err := status.New(codes.InvalidArgument, "no order").WithDetails(
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(2 * time.Second)},
+			&errdetails.RetryInfo{RetryDelay: durationpb.New(5 * time.Second)})
+		if err != nil {
+			t.Error(err)
+		}
+		return st.Err()
+	})))
+	var trailer metadata.MD
+	_, err := cl.PayKeyed(testkit.Context(t, 20*time.Second), &testpb.KeyedRequest{}, grpc.Trailer(&trailer))
+	if st := wantCode(t, err, codes.InvalidArgument); len(st.Details()) != 2 {
+		t.Fatalf("details %v, want the responder's two", st.Details())
+	}
+	if got := trailer.Get(grpclock.PushbackTrailer); len(got) != 1 || got[0] != "2000" {
+		t.Fatalf("trailer %s = %q, want [\"2000\"] (the first RetryInfo)", grpclock.PushbackTrailer, got)
 	}
 }
 

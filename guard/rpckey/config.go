@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
 )
 
 // Config is what an RPC adapter's options set: the shared settings
 // (guard.Config, whose Keys it fills), the keys as their parts, and how a
-// stream is keyed. New checks it into a guard.Policy, with the rules every
-// RPC adapter shares.
+// stream is keyed, its answers and its framework's Wire. New checks it
+// into a Policy, with the rules every RPC adapter shares.
 type Config[R any] struct {
 	Guard guard.Config[R]
 	// Keys are the parts of each Key option (several: taken together).
@@ -29,26 +28,10 @@ type Config[R any] struct {
 	Procedure func(R) string
 	// Respond are the adapter's On* answers.
 	Respond guard.RPCResponders
+	// Wire is how the adapter's framework carries an answer.
+	Wire Wire
 	// OnRelease is told what a release reports (OnReleaseError).
 	OnRelease func(ctx context.Context, procedure string, err error)
-}
-
-// Release ends h, a hold of a call to procedure, and tells OnRelease of a
-// lost lease or a failed release.
-func (c *Config[R]) Release(ctx context.Context, procedure string, h *guard.Hold) {
-	if err := h.Release(); err != nil && c.OnRelease != nil {
-		c.OnRelease(ctx, procedure, err)
-	}
-}
-
-// Lost describes a call to procedure whose handler failed with err because
-// its hold ended while it ran (Hold.Ended): OutcomeLost, its cause err
-// joined with core.ErrMaxHold when the hold ended by its MaxHold.
-func Lost[R any](p *guard.Policy[R], procedure string, h *guard.Hold, err error) *guard.Rejection {
-	if h.Overran() {
-		err = errors.Join(err, core.ErrMaxHold)
-	}
-	return p.Rejection(core.OutcomeLost, procedure, h.Key, err)
 }
 
 // New checks c and returns its policy. A call with no key option is keyed
@@ -56,8 +39,11 @@ func Lost[R any](p *guard.Policy[R], procedure string, h *guard.Hold, err error)
 // message. A stream keyed before its first message needs a key option, and
 // its parts cannot read a message field (Field). The error joins every
 // mistake.
-func New[R any](c Config[R]) (*guard.Policy[R], error) {
+func New[R any](c Config[R]) (*Policy[R], error) {
 	var errs []error
+	if c.Wire.Answer == nil || c.Wire.Code == nil || c.Wire.Details == nil {
+		errs = append(errs, errors.New("the adapter's Wire lacks Answer, Code or Details"))
+	}
 	keyed := len(c.Keys) > 0 || c.Route
 	if c.Stream && !c.FirstMessage {
 		if !keyed {
@@ -85,5 +71,9 @@ func New[R any](c Config[R]) (*guard.Policy[R], error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	return guard.New(g)
+	p, err := guard.New(g)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy[R]{g: p, c: c}, nil
 }
