@@ -3,6 +3,7 @@ package lockview_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"net/http"
@@ -71,16 +72,26 @@ func ExampleView_Handler() {
 }
 
 // One View per Client, and an index of them: a process with two Redis
-// deployments, or the demo's three replicas.
+// deployments, or the demo's three replicas. Each View's Observer goes
+// into its own Client.
 func ExampleNewIndex() {
-	srv, err := locktest.Start()
+	srv, err := locktest.Start() // one embedded Redis here; each Client may have its own
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-	clientA, clientB := srv.Client(), srv.Client() // a service's: one per Redis deployment
 	viewA, _ := lockview.New()
 	viewB, _ := lockview.New()
+	clientA, err := core.New(srv.Redis(), core.WithOwner("a"), core.WithObserver(viewA.Observer()))
+	if err != nil {
+		panic(err)
+	}
+	defer clientA.Close()
+	clientB, err := core.New(srv.Redis(), core.WithOwner("b"), core.WithObserver(viewB.Observer()))
+	if err != nil {
+		panic(err)
+	}
+	defer clientB.Close()
 
 	mux := http.NewServeMux()
 	mux.Handle("/debug/locks/a/", viewA.Handler(clientA))
@@ -89,10 +100,22 @@ func ExampleNewIndex() {
 		lockview.Link{Path: "a/", View: viewA, Client: clientA},
 		lockview.Link{Path: "b/", View: viewB, Client: clientB}))
 
+	// a holds order:42; b tries it, and its View has a contended key.
+	ctx := context.Background()
+	lease, _ := clientA.Acquire(ctx, "order:42")
+	defer lease.Release(ctx)
+	_, err = clientB.TryAcquire(ctx, "order:42")
+	fmt.Println(errors.Is(err, core.ErrNotAcquired))
+
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/debug/locks/?format=json", nil))
 	var ix lockview.Index
 	_ = json.Unmarshal(w.Body.Bytes(), &ix)
-	fmt.Println(len(ix.Views), ix.Views[0].Path, ix.Views[1].Path)
-	// Output: 2 a/ b/
+	for _, v := range ix.Views {
+		fmt.Println(v.Path, v.Owner, "held", v.Held, "contended keys", v.ContendedKeys)
+	}
+	// Output:
+	// true
+	// a/ a held 1 contended keys 0
+	// b/ b held 0 contended keys 1
 }

@@ -123,8 +123,12 @@ func TestUncontendedKeysHidden(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &s); err != nil || len(s.HotKeys) != 0 || s.HiddenHotKeys != 1 || s.AllHotKeys {
 		t.Errorf("default: %v %+v", err, s)
 	}
-	if _, page := r.get(t, http.MethodGet, "/debug/locks/"); !strings.Contains(page, `href="?keys=all"`) || strings.Contains(page, "quiet:1") {
+	_, page := r.get(t, http.MethodGet, "/debug/locks/")
+	if !strings.Contains(page, `href="?keys=all"`) || strings.Contains(page, "quiet:1") {
 		t.Errorf("default page: no link to all keys, or the quiet key shown:\n%s", page)
+	}
+	if !strings.Contains(page, "Contended keys, up to the last 60.0 s,") { // the default window
+		t.Errorf("default page: the hot keys' heading does not give the window:\n%s", page)
 	}
 	if s := r.snapshot(t); len(s.HotKeys) != 1 || s.HotKeys[0].Key != "quiet:1" || s.HotKeys[0].Contended || !s.AllHotKeys {
 		t.Errorf("keys=all: %+v", s)

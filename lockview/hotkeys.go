@@ -45,7 +45,7 @@ type hotKey struct {
 	score     float64
 	scoreAt   int64
 	// metAt is when an acquire of this process last met the key held (a
-	// Contended event): a key is contended within the window if metAt is.
+	// Contended event; see contended).
 	metAt int64
 	// The most recently seen holder (by the time it was met, which for a
 	// waiter queued behind its Client's head is earlier than its report),
@@ -168,6 +168,25 @@ func (e *hotKey) addName(name string) {
 	e.nNames++
 }
 
+// windowStart is when the window of length window ending at now begins
+// (Unix ns).
+func windowStart(now int64, window time.Duration) int64 { return now - window.Nanoseconds() }
+
+// contended: an acquire of this process met the key held within the window
+// beginning at from.
+func (e *hotKey) contended(from int64) bool { return e.metAt >= from }
+
+// sampled: one of the acquires the key keeps ended within the window
+// beginning at from, so the key has a row.
+func (e *hotKey) sampled(from int64) bool {
+	for _, s := range e.ring[:e.n] {
+		if s.at >= from {
+			return true
+		}
+	}
+	return false
+}
+
 // add records one finished acquire.
 func (e *hotKey) add(at int64, wait time.Duration, o core.Outcome, window float64) {
 	us := wait.Microseconds()
@@ -197,7 +216,7 @@ type HotKey struct {
 	Truncated bool   `json:"truncated,omitempty"`
 	// Names are the telemetry names (core.Name: route templates, RPC
 	// methods) the key's acquires gave since it was tracked, sorted, at
-	// most four; MoreNames: others too. One key, one set of names,
+	// most four; MoreNames: others too. One key, one set of names, not
 	// whichever route touched it last.
 	Names     []string `json:"names,omitempty"`
 	MoreNames bool     `json:"more_names,omitempty"`
@@ -243,11 +262,11 @@ type hotRaw struct {
 
 // collect copies the entries' samples within the window ending at now.
 func (t *hotTable) collect(now int64, window time.Duration) []hotRaw {
-	from := now - window.Nanoseconds()
+	from := windowStart(now, window)
 	var out []hotRaw
 	for i := range t.keys[:t.used] {
 		e := &t.keys[i]
-		r := hotRaw{row: HotKey{Key: e.key, Truncated: e.truncated, RefusedAttempts: e.refused, Contended: e.metAt >= from, MoreNames: e.moreNames}}
+		r := hotRaw{row: HotKey{Key: e.key, Truncated: e.truncated, RefusedAttempts: e.refused, Contended: e.contended(from), MoreNames: e.moreNames}}
 		if e.nNames > 0 {
 			r.row.Names = slices.Sorted(slices.Values(e.names[:e.nNames]))
 		}

@@ -76,7 +76,7 @@ func (ix index) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			row.Waiters += s.Waiters
 		}
 		row.ContendedKeys = l.View.rec.contendedKeys(now)
-		_, row.LossesTotal, _, row.ErrorsTotal = l.View.rec.recent()
+		row.LossesTotal, row.ErrorsTotal = l.View.rec.totals()
 		d.Views = append(d.Views, row)
 	}
 	if asJSON {

@@ -13,12 +13,11 @@ type pageData struct {
 	*Snapshot
 	Refresh   int // seconds; 0: no refresh
 	MaxKeyLen int
-	WindowMs  float64
 	maxWait   float64
 }
 
 func (v *View) pageData(s *Snapshot) pageData {
-	d := pageData{Snapshot: s, MaxKeyLen: v.cfg.maxKeyLen, WindowMs: ms(v.cfg.window)}
+	d := pageData{Snapshot: s, MaxKeyLen: v.cfg.maxKeyLen}
 	if s.Inspect == nil && v.cfg.refresh > 0 {
 		d.Refresh = max(1, int(v.cfg.refresh.Round(time.Second)/time.Second))
 	}
@@ -54,6 +53,10 @@ func dur(msec float64) string {
 	return time.Duration(msec * float64(time.Millisecond)).Round(time.Second).String()
 }
 
+// secs formats seconds for people, as dur does milliseconds (the
+// Snapshot's WindowSeconds).
+func secs(sec float64) string { return dur(sec * 1e3) }
+
 // ago formats t relative to now.
 func ago(now, t time.Time) string { return dur(float64(now.Sub(t).Microseconds())/1e3) + " ago" }
 
@@ -81,7 +84,7 @@ form{margin:.4em 0}input[type=text]{width:28em;font:13px ui-monospace,monospace}
 // metadata or errors goes through html/template's contextual escaping;
 // the page has no script and loads nothing (the network may be closed and
 // the CSP forbids it anyway).
-var page = template.Must(template.New("page").Funcs(template.FuncMap{"dur": dur, "ago": ago}).Parse(`<!DOCTYPE html>
+var page = template.Must(template.New("page").Funcs(template.FuncMap{"dur": dur, "secs": secs, "ago": ago}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 {{if .Refresh}}<meta http-equiv="refresh" content="{{.Refresh}}">{{end}}
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -101,7 +104,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{"dur": dur,
 </tbody></table>
 {{if gt .LocksTotal (len .Locks)}}<p class="meta">{{len .Locks}} of {{.LocksTotal}} shown.</p>{{end}}
 
-<h2 id="hot">{{if .AllHotKeys}}Keys acquired{{else}}Contended keys{{end}}, up to the last {{dur .WindowMs}}, by wait</h2>
+<h2 id="hot">{{if .AllHotKeys}}Keys acquired{{else}}Contended keys{{end}}, up to the last {{secs .WindowSeconds}}, by wait</h2>
 <p class="meta">Contended: an acquire of this process met the key held by another lease. Each key keeps its last {{.SamplesPerKey}} acquires: a key with more in the window shows those, over the time in "covers".
 {{if .AllHotKeys}}Contended keys first. <a href="?">Contended keys only</a>{{else if .HiddenHotKeys}}{{.HiddenHotKeys}} uncontended {{if eq .HiddenHotKeys 1}}key{{else}}keys{{end}} not shown: <a href="?keys=all">show all</a>{{end}}</p>
 <table><thead><tr><th>key</th><th>routes</th><th class="n">acquires</th><th class="n">covers</th><th class="n">acquired</th><th class="n">not acquired</th><th class="n">failed</th><th class="n">wait p50</th><th class="n">wait p99</th><th style="width:12%">p99</th><th class="n">max</th><th class="n">total</th><th>last holder met</th></tr></thead><tbody>

@@ -162,6 +162,14 @@ func (r *recorder) recent() (losses []lossEvent, lossTotal uint64, errs []errEve
 	return r.losses.newest(), r.losses.total, r.errs.newest(), r.errs.total
 }
 
+// totals is how many losses and Redis errors there were since the View
+// began (the index's summary), without copying the rings as recent does.
+func (r *recorder) totals() (losses, errs uint64) {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
+	return r.losses.total, r.errs.total
+}
+
 // hotKeys is the hot-key table's rows at now: every key with acquires in
 // the window (all), or the contended ones and how many others there are.
 func (r *recorder) hotKeys(now time.Time, all bool) (rows []HotKey, hidden int) {
@@ -171,14 +179,17 @@ func (r *recorder) hotKeys(now time.Time, all bool) (rows []HotKey, hidden int) 
 	return rank(raw, r.cfg.topKeys, all)
 }
 
-// contendedKeys is how many keys met a holder within the window ending at
-// now (the index's summary; not bounded by the top rows).
+// contendedKeys is how many contended keys the View's page lists at now
+// (the index's summary; not bounded by the top rows): keys that met a
+// holder within the window and have an acquire ending in it. A key whose
+// only contention is an acquire still waiting has no row, so it is not
+// counted either.
 func (r *recorder) contendedKeys(now time.Time) int {
-	from := now.Add(-r.cfg.window).UnixNano()
+	from := windowStart(now.UnixNano(), r.cfg.window)
 	n := 0
 	r.mu.Lock()
 	for i := range r.hot.keys[:r.hot.used] {
-		if r.hot.keys[i].metAt >= from {
+		if e := &r.hot.keys[i]; e.contended(from) && e.sampled(from) {
 			n++
 		}
 	}

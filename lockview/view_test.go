@@ -2,7 +2,9 @@ package lockview_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -133,5 +135,12 @@ func TestJSONDuringContendedRun(t *testing.T) {
 	}
 	if e := s.Errors[0]; e.Op != "acquire" || e.Key != "down:x" || !strings.Contains(e.Error, "down:x") || e.Time.IsZero() {
 		t.Errorf("error = %+v, want the acquire of down:x", e)
+	}
+	// The index sums the same: the one loss, and the errors.
+	_, body := r.get(t, http.MethodGet, "/debug/?format=json")
+	var ix lockview.Index
+	if err := json.Unmarshal([]byte(body), &ix); err != nil || len(ix.Views) != 1 ||
+		ix.Views[0].LossesTotal != 1 || ix.Views[0].ErrorsTotal != s.ErrorsTotal {
+		t.Errorf("index %s (%v): want losses 1, errors %d", body, err, s.ErrorsTotal)
 	}
 }

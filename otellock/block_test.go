@@ -101,8 +101,8 @@ func TestStuckExporterDoesNotBlockEngine(t *testing.T) {
 		}
 	}
 	cycle("block:0")
-	recv(t, spans.entered, 10*time.Second, "the span exporter to be stuck")
-	recv(t, metrics.entered, 10*time.Second, "the metric exporter to be stuck")
+	testkit.Recv(t, spans.entered, 10*time.Second, "the span exporter to be stuck")
+	testkit.Recv(t, metrics.entered, 10*time.Second, "the metric exporter to be stuck")
 
 	const n = 200
 	for range n {
@@ -122,11 +122,11 @@ func TestStuckExporterDoesNotBlockEngine(t *testing.T) {
 		}
 		done <- err
 	}()
-	recv(t, obs.contended, 10*time.Second, "contention")
+	testkit.Recv(t, obs.contended, 10*time.Second, "contention")
 	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, done, 10*time.Second, "the waiter"); err != nil {
+	if err := testkit.Recv(t, done, 10*time.Second, "the waiter"); err != nil {
 		t.Fatal(err)
 	}
 	// A renewal, then a loss ended by the engine's own goroutines.
@@ -135,13 +135,13 @@ func TestStuckExporterDoesNotBlockEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, obs.renewed, 10*time.Second, "a renewal"); err != nil {
+	if err := testkit.Recv(t, obs.renewed, 10*time.Second, "a renewal"); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Client.Del(ctx, "lockkit:v1:k:block:3").Err(); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, l.Done(), 10*time.Second, "the loss")
+	testkit.Recv(t, l.Done(), 10*time.Second, "the loss")
 
 	if got := spans.exported.Load() + metrics.exported.Load(); got != 0 {
 		t.Fatalf("%d exports went through; the exporters were meant to be stuck", got)
@@ -172,14 +172,14 @@ func TestSimpleSpanProcessorExportsInline(t *testing.T) {
 		}
 		done <- err
 	}()
-	recv(t, g.entered, 10*time.Second, "the exporter to be entered")
+	testkit.Recv(t, g.entered, 10*time.Second, "the exporter to be entered")
 	select {
 	case err := <-done:
 		t.Fatalf("Acquire returned (%v) while lock.acquire's export was stuck", err)
 	default: // Acquire is stuck in span.End: that is the SimpleSpanProcessor's doing
 	}
 	close(g.open)
-	if err := recv(t, done, 10*time.Second, "Acquire after the exporter let go"); err != nil {
+	if err := testkit.Recv(t, done, 10*time.Second, "Acquire after the exporter let go"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -190,7 +190,7 @@ func TestKeptPlaceNamesTheNextWaiter(t *testing.T) {
 				l, err := tc.acquire(waiter, firstCtx)
 				firstDone <- result{l, err}
 			}()
-			recv(t, tp.contended, 10*time.Second, "the first caller refused, its queue in Redis")
+			testkit.Recv(t, tp.contended, 10*time.Second, "the first caller refused, its queue in Redis")
 			go func() {
 				l, err := tc.acquire(waiter, nextCtx)
 				nextDone <- result{l, err}
@@ -199,7 +199,7 @@ func TestKeptPlaceNamesTheNextWaiter(t *testing.T) {
 			if err := h.Release(ctx); err != nil { // grants to the waiter's queue: the first caller goes in
 				t.Fatal(err)
 			}
-			r := recv(t, firstDone, 10*time.Second, "the first caller")
+			r := testkit.Recv(t, firstDone, 10*time.Second, "the first caller")
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
@@ -221,7 +221,7 @@ func TestKeptPlaceNamesTheNextWaiter(t *testing.T) {
 			if err := r.l.Release(ctx); err != nil { // grants to the queue again: the next caller's turn
 				t.Fatal(err)
 			}
-			if r := recv(t, nextDone, 10*time.Second, "the next caller"); r.err != nil {
+			if r := testkit.Recv(t, nextDone, 10*time.Second, "the next caller"); r.err != nil {
 				t.Fatal(r.err)
 			} else {
 				_ = r.l.Release(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
@@ -209,16 +208,5 @@ func (t *tap) Renewed(ctx context.Context, l core.LeaseInfo, err error) {
 	select {
 	case t.renewed <- err:
 	default:
-	}
-}
-
-func recv[T any](t testing.TB, ch <-chan T, limit time.Duration, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(limit):
-		t.Fatalf("timed out after %v waiting for %s", limit, what)
-		panic("unreachable")
 	}
 }

@@ -74,12 +74,12 @@ func TestMetrics(t *testing.T) {
 		_, err := c.Acquire(cctx, "secret-b", core.Name("B"))
 		done <- err
 	}()
-	recv(t, tp.contended, 10*time.Second, "the cancelled waiter's contention")
+	testkit.Recv(t, tp.contended, 10*time.Second, "the cancelled waiter's contention")
 	if v := sumOf(t, tel.collect(t), otellock.MetricPending, name("B"), mutex); v != 1 {
 		t.Fatalf("pending while waiting = %d, want 1", v)
 	}
 	cancel()
-	if err := recv(t, done, 10*time.Second, "the cancelled acquire"); !errors.Is(err, context.Canceled) {
+	if err := testkit.Recv(t, done, 10*time.Second, "the cancelled acquire"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
 	if err := hl.Release(ctx); err != nil {
@@ -92,7 +92,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, tp.renewed, 10*time.Second, "a renewal"); err != nil {
+	if err := testkit.Recv(t, tp.renewed, 10*time.Second, "a renewal"); err != nil {
 		t.Fatal(err)
 	}
 	if err := rl.Release(ctx); err != nil {

@@ -42,7 +42,7 @@ func TestNoProviderConfigured(t *testing.T) {
 	if _, err := other.Acquire(ctx, "noop:1", core.Wait(100*time.Millisecond)); !errors.Is(err, core.ErrNotAcquired) {
 		t.Fatalf("timeout: %v", err)
 	}
-	if err := recv(t, obs.renewed, 10*time.Second, "a renewal"); err != nil {
+	if err := testkit.Recv(t, obs.renewed, 10*time.Second, "a renewal"); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Release(ctx); err != nil {

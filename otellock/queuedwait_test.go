@@ -47,14 +47,14 @@ func TestLocalQueueWaitersLinkToHolder(t *testing.T) {
 			errs <- err
 		}()
 	}
-	recv(t, tp.contended, 10*time.Second, "the head's refused attempt")
+	testkit.Recv(t, tp.contended, 10*time.Second, "the head's refused attempt")
 	testkit.WaitFor(t, 10*time.Second, "every request queued", func() bool { return testkit.Tables(waiterC)["waiters"] == n })
 	if err := hl.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	hreq.End()
 	for range n {
-		if err := recv(t, errs, 10*time.Second, "a waiter"); err != nil {
+		if err := testkit.Recv(t, errs, 10*time.Second, "a waiter"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -123,7 +123,7 @@ func TestContendedWaiterLinksToHolder(t *testing.T) {
 		l, err := waiterC.Acquire(wctx, "order:7", core.Name(route), core.Wait(20*time.Second))
 		done <- result{l, err}
 	}()
-	h := recv(t, waiterTap.contended, 10*time.Second, "the waiter's contended attempt")
+	h := testkit.Recv(t, waiterTap.contended, 10*time.Second, "the waiter's contended attempt")
 	if h.Owner != "holder-A" || h.Metadata == "" {
 		t.Fatalf("waiter saw holder %+v, want owner holder-A with metadata", h)
 	}
@@ -131,7 +131,7 @@ func TestContendedWaiterLinksToHolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	hreq.End()
-	r := recv(t, done, 10*time.Second, "the waiter's acquire")
+	r := testkit.Recv(t, done, 10*time.Second, "the waiter's acquire")
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
@@ -271,7 +271,7 @@ func TestLostLeaseEndsHoldSpan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, tp.renewed, 10*time.Second, "a first renewal"); err != nil {
+	if err := testkit.Recv(t, tp.renewed, 10*time.Second, "a first renewal"); err != nil {
 		t.Fatalf("first renewal: %v", err)
 	}
 	if n, err := srv.Client.Del(ctx, "lockkit:v1:k:lost:1").Result(); err != nil || n != 1 {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -35,19 +34,11 @@ func serveLockViews(addr string, reps []*replica) (url string, stop func(), err 
 		links = append(links, lockview.Link{Path: r.name + "/", View: r.view, Client: r.lock})
 	}
 	mux.Handle(lockViewPath+"{$}", lockview.NewIndex(links...))
-	srv := serve.Default.HTTPServer(mux)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the listener failed: the view is gone, the demo goes on
-		}
-	}()
+	s := serve.Start(lis, mux) // if the listener fails, the view is gone and the demo goes on
 	stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
+		_ = s.Stop(ctx)
 	}
 	return "http://" + lis.Addr().String() + lockViewPath, stop, nil
 }

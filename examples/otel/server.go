@@ -13,6 +13,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/serve"
 	"github.com/lockkit/lockkit/ginlock"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -27,9 +28,9 @@ const payRoute = "/orders/:id/pay"
 type replica struct {
 	name   string
 	client *core.Client
-	srv    *http.Server
+	rdb    redis.UniversalClient
+	srv    *serve.Server
 	url    string
-	done   chan error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -56,23 +57,13 @@ func startReplica(name string, rs *embedded.Redis, obs core.Observer, hooks *dem
 		_ = rdb.Close()
 		return nil, err
 	}
-	rep := &replica{name: name, client: c, url: "http://" + ln.Addr().String(), done: make(chan error, 1),
-		srv: serve.Default.HTTPServer(r)}
-	rep.srv.RegisterOnShutdown(func() { _ = c.Close(); _ = rdb.Close() })
-	go func() { rep.done <- rep.srv.Serve(ln) }()
-	return rep, nil
+	return &replica{name: name, client: c, rdb: rdb, url: "http://" + ln.Addr().String(), srv: serve.Start(ln, r)}, nil
 }
 
 // stop shuts the replica down once; later calls return the first result.
 func (r *replica) stop(ctx context.Context) error {
 	r.stopOnce.Do(func() {
-		err := r.srv.Shutdown(ctx)
-		if serr := <-r.done; !errors.Is(serr, http.ErrServerClosed) {
-			err = errors.Join(err, serr)
-		}
-		// Shutdown runs the OnShutdown hooks in goroutines; close here too so
-		// the Client is gone when stop returns (Close is idempotent).
-		r.stopErr = errors.Join(err, r.client.Close())
+		r.stopErr = errors.Join(r.srv.Stop(ctx), r.client.Close(), r.rdb.Close())
 	})
 	return r.stopErr
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/locktest"
 	"github.com/lockkit/lockkit/otellock"
 )
@@ -93,18 +94,10 @@ func holderLink(t *testing.T, serve serveReplica) {
 		go func() { done <- p(ctx) }()
 		return done
 	}
-	entered := func(what string) {
-		t.Helper()
-		select {
-		case <-g.entered:
-		case <-time.After(patience):
-			t.Fatalf("%s did not start", what)
-		}
-	}
 	first := pay(holder)
-	entered("replica-1's payment")
+	testkit.Recv(t, g.entered, patience, "replica-1's payment to start")
 	second := pay(waiter)
-	waitFor(t, "replica-2 meets replica-1 holding order:42", func() bool {
+	testkit.WaitFor(t, patience, "replica-2 to meet replica-1 holding order:42", func() bool {
 		for _, l := range waiterLocks.Locks() {
 			if l.Key == "order:42" && l.Waiters > 0 && l.Holder.Owner == "replica-1" {
 				return true
@@ -113,10 +106,10 @@ func holderLink(t *testing.T, serve serveReplica) {
 		return false
 	})
 	g.release <- struct{}{}
-	entered("replica-2's payment")
+	testkit.Recv(t, g.entered, patience, "replica-2's payment to start")
 	g.release <- struct{}{}
 	for _, done := range []<-chan error{first, second} {
-		if err := <-done; err != nil {
+		if err := testkit.Recv(t, done, patience, "a payment"); err != nil {
 			t.Fatalf("payment: %v", err)
 		}
 	}
@@ -149,7 +142,7 @@ func checkHolderLink(t *testing.T, spans *tracetest.InMemoryExporter) {
 	// ends on the server's End event, after the status is written): wait
 	// for both.
 	var exported tracetest.SpanStubs
-	waitFor(t, "both requests' server spans exported", func() bool {
+	testkit.WaitFor(t, patience, "both requests' server spans to be exported", func() bool {
 		if err := otel.GetTracerProvider().(*sdktrace.TracerProvider).ForceFlush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -220,14 +213,4 @@ func countServers(spans tracetest.SpanStubs) int {
 		}
 	}
 	return n
-}
-
-// waitFor polls cond until it holds, failing t after patience.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(patience); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, patience)
-		}
-	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
-	examples "github.com/lockkit/lockkit/examples/internal/serve"
+	"github.com/lockkit/lockkit/examples/internal/serve"
 	"github.com/lockkit/lockkit/grpclock"
 )
 
@@ -47,7 +47,7 @@ type Config struct {
 	NoLock bool
 	// Timeouts are the server's keepalive parameters (the zero value:
 	// the examples' defaults, serve.Default), which bound a silent stream and a vanished client.
-	Timeouts examples.Timeouts
+	Timeouts serve.Timeouts
 	// Telemetry, when on, makes every call a server span
 	// ("orders.v1.Orders/PayOrder", otelgrpc's stats handler), under which
 	// the lock interceptors start lock.acquire and lock.hold (with otellock
@@ -105,8 +105,8 @@ func NewServer(cfg Config) *grpc.Server {
 	recovered := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
 	chain = append(chain, recovery.UnaryServerInterceptor(recovered))
 	schain = append(schain, recovery.StreamServerInterceptor(recovered))
-	if cfg.Timeouts == (examples.Timeouts{}) {
-		cfg.Timeouts = examples.Default
+	if cfg.Timeouts == (serve.Timeouts{}) {
+		cfg.Timeouts = serve.Default
 	}
 	opts := append(cfg.Timeouts.GRPCOptions(), grpc.ChainUnaryInterceptor(chain...), grpc.ChainStreamInterceptor(schain...))
 	if t := cfg.Telemetry; t.On() {

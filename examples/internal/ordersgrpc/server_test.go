@@ -42,7 +42,7 @@ func TestImportHoldsTheOrder(t *testing.T) {
 			if !noLock {
 				cfg.Client = newClient(t, srv, ev)
 			}
-			cl := serve(t, cfg)
+			cl := startServer(t, cfg)
 
 			imp, err := cl.ImportLines(ctx)
 			if err != nil {
@@ -102,7 +102,7 @@ func TestStreamsReleaseOnCancel(t *testing.T) {
 	srv := redistest.Start(t)
 	ev := newEvents()
 	book := newSignalBook(true) // an export stalls after its first line until its call ends
-	cl := serve(t, Config{Client: newClient(t, srv, ev), Book: book, Wait: 20 * time.Second})
+	cl := startServer(t, Config{Client: newClient(t, srv, ev), Book: book, Wait: 20 * time.Second})
 	other := newClient(t, srv, core.NopObserver{})
 	bg, cancelAll := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancelAll()
@@ -165,7 +165,7 @@ func TestStreamsReleaseOnCancel(t *testing.T) {
 func TestStreamRefusals(t *testing.T) {
 	srv := redistest.Start(t)
 	book := newSignalBook(false)
-	cl := serve(t, Config{Client: newClient(t, srv, core.NopObserver{}), Book: book, Wait: 300 * time.Millisecond})
+	cl := startServer(t, Config{Client: newClient(t, srv, core.NopObserver{}), Book: book, Wait: 300 * time.Millisecond})
 	other := newClient(t, srv, core.NopObserver{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -248,9 +248,9 @@ func retryable(err error) bool {
 	return false
 }
 
-// serve runs NewServer(cfg) on loopback until the test ends and returns a
+// startServer runs NewServer(cfg) on loopback until the test ends and returns a
 // client of it.
-func serve(t *testing.T, cfg Config) ordersv1.OrdersClient {
+func startServer(t *testing.T, cfg Config) ordersv1.OrdersClient {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -305,13 +305,16 @@ func (t *Telemetry) Shutdown(ctx context.Context) (cut bool) {
 	mu.Lock()
 	err := joinDistinct(errs, cut)
 	mu.Unlock()
-	if err != nil {
-		if cut {
-			err = fmt.Errorf("cut at the shutdown deadline after %v, some spans or metrics not sent: %w", time.Since(start).Round(time.Millisecond), err)
+	if cut {
+		msg := fmt.Sprintf("cut at the shutdown deadline after %v, some spans or metrics not sent", time.Since(start).Round(time.Millisecond))
+		if err != nil {
+			err = fmt.Errorf("%s: %w", msg, err)
+		} else {
+			err = errors.New(msg)
 		}
+	}
+	if err != nil {
 		t.warn.Handle(fmt.Errorf("flushing telemetry: %w", err))
-	} else if cut {
-		t.warn.Handle(fmt.Errorf("flushing telemetry: cut at the shutdown deadline after %v, some spans or metrics not sent", time.Since(start).Round(time.Millisecond)))
 	}
 	t.warn.close()
 	return cut

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
@@ -139,6 +141,44 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("%d warnings:\n%s", tel.Warnings(), w.String())
 	}
 }
+
+// A flush the deadline ended says so in one warning, with what else
+// failed after it.
+func TestShutdownCut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nothing else failed", nil, `^warning: telemetry: flushing telemetry: cut at the shutdown deadline after \S+, some spans or metrics not sent$`},
+		{"a processor failed", errors.New("processor stuck"), `^warning: telemetry: flushing telemetry: cut at the shutdown deadline after \S+, some spans or metrics not sent: processor stuck$`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clearEnv(t)
+			var w bytes.Buffer
+			tel, err := Setup(context.Background(), Warnings(&w), SpanProcessor(failingProcessor{tc.err}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithDeadline(context.Background(), time.Now()) // already past
+			defer cancel()
+			if !tel.Shutdown(ctx) {
+				t.Error("Shutdown past its deadline: not cut")
+			}
+			if out := strings.TrimSpace(w.String()); !regexp.MustCompile(tc.want).MatchString(out) {
+				t.Errorf("warnings %q, want %s", out, tc.want)
+			}
+		})
+	}
+}
+
+// failingProcessor is a span processor whose Shutdown returns err.
+type failingProcessor struct{ err error }
+
+func (failingProcessor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (failingProcessor) OnEnd(sdktrace.ReadOnlySpan)                     {}
+func (failingProcessor) ForceFlush(context.Context) error                { return nil }
+func (p failingProcessor) Shutdown(context.Context) error                { return p.err }
 
 func TestJoinDistinct(t *testing.T) {
 	dl := context.DeadlineExceeded

@@ -18,12 +18,11 @@ const maxWarnings = 5
 // many were left out. After close nothing is written (the writer may be a
 // test's buffer that is read once the example returns).
 type warner struct {
-	mu      sync.Mutex
-	w       io.Writer
-	n       int             // errors handled
-	shown   map[string]bool // the warnings written
-	omitted int             // errors not written: repeats, and past maxWarnings
-	closed  bool
+	mu     sync.Mutex
+	w      io.Writer
+	n      int             // errors handled; n - len(shown) were left out
+	shown  map[string]bool // the warnings written
+	closed bool
 }
 
 func newWarner(w io.Writer) *warner { return &warner{w: w, shown: map[string]bool{}} }
@@ -41,7 +40,6 @@ func (h *warner) Handle(err error) {
 	}
 	h.n++
 	if h.shown[msg] || len(h.shown) == maxWarnings {
-		h.omitted++
 		return
 	}
 	h.shown[msg] = true
@@ -62,8 +60,8 @@ func (h *warner) close() {
 	if h.closed {
 		return
 	}
-	if h.omitted > 0 {
-		fmt.Fprintf(h.w, "warning: telemetry: %d more export errors (repeats of the above, or past the first %d), not shown\n", h.omitted, maxWarnings)
+	if omitted := h.n - len(h.shown); omitted > 0 { // repeats, and past maxWarnings
+		fmt.Fprintf(h.w, "warning: telemetry: %d more export errors (repeats of the above, or past the first %d), not shown\n", omitted, maxWarnings)
 	}
 	h.closed = true
 }
