@@ -253,6 +253,7 @@ func TestSharedChaos(t *testing.T) {
 	ctx := testkit.Context(t, 3*time.Minute)
 	cs := []*core.Client{newClient(t, srv), newClient(t, srv), newClient(t, srv)}
 	var semIn, readers, writers atomic.Int64
+	var admitted [3]atomic.Int64 // by kind: permits, reads, writes
 	var bad atomic.Int64
 	var badMsg atomic.Value
 	fail := func(msg string) {
@@ -300,6 +301,7 @@ func TestSharedChaos(t *testing.T) {
 					}
 					continue
 				}
+				admitted[kind].Add(1)
 				switch kind {
 				case 0:
 					if n := semIn.Add(1); n > 2 {
@@ -333,6 +335,15 @@ func TestSharedChaos(t *testing.T) {
 	wg.Wait()
 	if bad.Load() > 0 {
 		t.Errorf("%d violations, the last: %v", bad.Load(), badMsg.Load())
+	}
+	// The witness above only sees callers that got in: an engine that
+	// refused everyone would pass it, so each kind must have been admitted.
+	for kind, what := range []string{"permits", "reads", "writes"} {
+		n := admitted[kind].Load()
+		if n == 0 {
+			t.Errorf("no %s admitted (2400 calls, a third of each kind)", what)
+		}
+		t.Logf("%s admitted: %d", what, n)
 	}
 	for i, c := range cs {
 		testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("client %d's tables empty", i), func() bool {
