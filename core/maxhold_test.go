@@ -43,14 +43,20 @@ func (o *lostCauses) read() ([]error, int) {
 // while the lock is still its own in Redis (nobody else may take it yet),
 // renewal stops, and, never released, the lock expires within one TTL.
 // Without MaxHold it would be renewed until the Client closed.
+//
+// The lease is renewed every TTL/3, so at its MaxHold the lock has at least
+// 2/3 of a TTL left: with a TTL of 1 s the test has 660 ms or more to see
+// Done and Inspect the lock (a 300 ms TTL left about 200 ms, which a loaded
+// machine under -race can use up). MaxHold 2*TTL still gives about 5
+// renewals before it.
 func TestMaxHoldEndsTheLeaseAndItsRenewal(t *testing.T) {
 	srv := redistest.Start(t)
 	obs := &lostCauses{}
-	const ttl = 300 * time.Millisecond
+	const ttl = time.Second
 	c := testkit.Client(t, srv.NewClient(), core.WithTTL(ttl), core.WithObserver(obs))
 	other := testkit.Client(t, srv.NewClient(), core.WithTTL(ttl))
 	ctx := testkit.Context(t, 30*time.Second)
-	l, err := c.Acquire(ctx, "mh", core.MaxHold(4*ttl))
+	l, err := c.Acquire(ctx, "mh", core.MaxHold(2*ttl))
 	if err != nil {
 		t.Fatal(err)
 	}
