@@ -82,6 +82,20 @@ func (r *recorder) snapshot() (ends []core.AcquireResult, contended int, renewed
 	return append([]core.AcquireResult(nil), r.ends...), len(r.contended), r.renewed, len(r.lost)
 }
 
+// lostCauses are the causes Lost was told, in order.
+func (r *recorder) lostCauses() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.lost...)
+}
+
+// renewCalls counts every Renewed call, confirmed or failed.
+func (r *recorder) renewCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.renewed + r.renewErrs
+}
+
 // startAckingReplica starts a replica of primary and returns once it
 // acknowledges writes (WAIT), which also says it is in sync: after a full
 // sync the primary streams only after the replica's first REPLCONF ACK,

@@ -3,7 +3,6 @@ package core_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,33 +10,6 @@ import (
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
-
-// lostCauses records the causes the Observer's Lost is told, and counts
-// renewals.
-type lostCauses struct {
-	core.NopObserver
-	mu      sync.Mutex
-	causes  []error
-	renewed int
-}
-
-func (o *lostCauses) Lost(_ context.Context, _ core.LeaseInfo, err error) {
-	o.mu.Lock()
-	o.causes = append(o.causes, err)
-	o.mu.Unlock()
-}
-
-func (o *lostCauses) Renewed(context.Context, core.LeaseInfo, error) {
-	o.mu.Lock()
-	o.renewed++
-	o.mu.Unlock()
-}
-
-func (o *lostCauses) read() ([]error, int) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]error(nil), o.causes...), o.renewed
-}
 
 // A lease held for its MaxHold: its context ends with cause ErrMaxHold
 // while the lock is still its own in Redis (nobody else may take it yet),
@@ -51,7 +23,7 @@ func (o *lostCauses) read() ([]error, int) {
 // renewals before it.
 func TestMaxHoldEndsTheLeaseAndItsRenewal(t *testing.T) {
 	srv := redistest.Start(t)
-	obs := &lostCauses{}
+	obs := newRecorder()
 	const ttl = time.Second
 	c := testkit.Client(t, srv.NewClient(), core.WithTTL(ttl), core.WithObserver(obs))
 	other := testkit.Client(t, srv.NewClient(), core.WithTTL(ttl))
@@ -64,19 +36,19 @@ func TestMaxHoldEndsTheLeaseAndItsRenewal(t *testing.T) {
 	if cause := context.Cause(l.Context()); !errors.Is(cause, core.ErrMaxHold) || !errors.Is(l.Err(), core.ErrMaxHold) {
 		t.Fatalf("at MaxHold: cause %v, Err %v; want ErrMaxHold", cause, l.Err())
 	}
-	if _, renewed := obs.read(); renewed == 0 {
+	if obs.renewCalls() == 0 {
 		t.Fatal("never renewed before its MaxHold: the test proves nothing about renewal stopping")
 	}
 	if h, ok, err := other.Inspect(ctx, "mh"); err != nil || !ok || h.Token != l.Token() {
 		t.Fatalf("right after MaxHold the lock must still be the holder's: held %v token %d (want %d) %v", ok, h.Token, l.Token(), err)
 	}
-	_, renewedAtHold := obs.read()
+	renewedAtHold := obs.renewCalls()
 	// Never released: it expires within one TTL, since nobody renews it.
 	testkit.WaitFor(t, 10*time.Second, "the lock to expire after its MaxHold", func() bool {
 		_, ok, err := other.Inspect(ctx, "mh")
 		return err == nil && !ok
 	})
-	causes, renewed := obs.read()
+	causes, renewed := obs.lostCauses(), obs.renewCalls()
 	if renewed > renewedAtHold+1 { // one renewal may have been in flight at the MaxHold
 		t.Errorf("renewed %d times after its MaxHold", renewed-renewedAtHold)
 	}
