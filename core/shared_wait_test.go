@@ -192,17 +192,6 @@ func (o *attemptCounter) Contended(_ context.Context, _ core.AcquireInfo, _ core
 	}
 }
 
-type renewCounter struct {
-	core.NopObserver
-	renewed atomic.Int64
-}
-
-func (o *renewCounter) Renewed(_ context.Context, _ core.LeaseInfo, err error) {
-	if err == nil {
-		o.renewed.Add(1)
-	}
-}
-
 // TestReaderBehindQueuedWriterDoesNotPoll: a reader refused because a
 // writer queued before it waits for its grant or the holders' expiry, not
 // a few milliseconds: nothing changes in the lock while the writer waits,
@@ -212,7 +201,8 @@ func (o *renewCounter) Renewed(_ context.Context, _ core.LeaseInfo, err error) {
 func TestReaderBehindQueuedWriterDoesNotPoll(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testkit.Context(t, time.Minute)
-	hobs := &renewCounter{}
+	hobs := newRecorder()
+	renewed := func() int { _, _, n, _ := hobs.snapshot(); return n }
 	holder, writer := newClient(t, srv, core.WithObserver(hobs), core.WithTTL(300*time.Millisecond)), newClient(t, srv)
 	obs := &attemptCounter{}
 	reader := newClient(t, srv, core.WithObserver(obs))
@@ -242,8 +232,8 @@ func TestReaderBehindQueuedWriterDoesNotPoll(t *testing.T) {
 	// at the default TTL) is longer: about one attempt per 3 renewals of
 	// the holder (TTL 300 ms, renewed every 100 ms), so about 10 in 30
 	// renewals. A reader that retried at each renewal would make 30.
-	a0, r1 := obs.n.Load(), hobs.renewed.Load()
-	testkit.WaitFor(t, 30*time.Second, "30 more renewals of the holder", func() bool { return hobs.renewed.Load() >= r1+30 })
+	a0, r1 := obs.n.Load(), renewed()
+	testkit.WaitFor(t, 30*time.Second, "30 more renewals of the holder", func() bool { return renewed() >= r1+30 })
 	n := obs.n.Load() - a0
 	t.Logf("the reader made %d attempts during 30 renewals of the holder", n)
 	if n > 15 {
