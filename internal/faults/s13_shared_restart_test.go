@@ -147,7 +147,7 @@ func sharedRestart(t *testing.T, keep bool) {
 			t.Errorf("the pinned writer's late write = %v, want a stale-token rejection", err)
 		}
 		for i, l := range pinnedLeases {
-			recv(t, l.Done(), 2*s05TTL, "the pinned lease's loss")
+			testkit.Recv(t, l.Done(), 2*s05TTL, "the pinned lease's loss")
 			lostAt := time.Now()
 			if !isLost(l) {
 				t.Errorf("pinned %s lease's cause %v, want ErrLost", l.Key(), l.Err())
