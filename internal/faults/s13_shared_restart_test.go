@@ -192,6 +192,9 @@ func sharedRestart(t *testing.T, keep bool) {
 		if inv := faults.TokenInversions(writes); len(inv) > 0 {
 			t.Errorf("write tokens not increasing across the data loss: %v", inv[0])
 		}
+		if len(fresh) == 0 { // run.wait has failed then; a panic on fresh[0] would hide it
+			t.Fatalf("no hold granted after the restart (%d before it)", len(old))
+		}
 		first := fresh[0].From // the new server's first grant, as its holder saw it
 		for _, iv := range fresh {
 			if iv.From.Before(first) {
