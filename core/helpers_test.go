@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,6 +96,22 @@ func (r *recorder) renewCalls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.renewed + r.renewErrs
+}
+
+// queuedInRedis tells whether the lock stored at hashKey has an entry of
+// its wait queue in Redis whose field starts with prefix ("Q": anyone's,
+// "Qw": a writer's, "Qs": a semaphore's).
+func queuedInRedis(ctx context.Context, srv *redistest.Server, hashKey, prefix string) bool {
+	return slices.ContainsFunc(srv.Client.HKeys(ctx, hashKey).Val(), func(f string) bool { return strings.HasPrefix(f, prefix) })
+}
+
+// waitQueuedInRedis waits until queuedInRedis holds: a waiter that began
+// to wait is queued in Redis only after its first refusal.
+func waitQueuedInRedis(t testing.TB, ctx context.Context, srv *redistest.Server, hashKey, prefix string) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("a %s entry in the wait queue of %s in Redis", prefix, hashKey), func() bool {
+		return queuedInRedis(ctx, srv, hashKey, prefix)
+	})
 }
 
 // startAckingReplica starts a replica of primary and returns once it

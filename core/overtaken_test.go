@@ -232,14 +232,7 @@ func TestGrantGivenBackOvertakenByAttempt(t *testing.T) {
 		_, err := x.RWLock("k").Lock(ctx, core.Wait(time.Second))
 		done <- err
 	}()
-	testkit.WaitFor(t, 10*time.Second, "the writer queued in Redis", func() bool {
-		for _, f := range srv.Client.HKeys(ctx, "lockkit:v1:rk:k").Val() {
-			if f[0] == 'Q' {
-				return true
-			}
-		}
-		return false
-	})
+	waitQueuedInRedis(t, ctx, srv, "lockkit:v1:rk:k", "Q")
 	p.slow.Store(true) // the confirming attempt travels 3 s; the budget ends first
 	if err := r.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -214,14 +214,7 @@ func TestReaderBehindQueuedWriterDoesNotPoll(t *testing.T) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	go func() { _, _ = writer.RWLock("rw").Lock(wctx, core.Wait(time.Minute)) }()
-	testkit.WaitFor(t, 10*time.Second, "the writer queued in Redis", func() bool {
-		for _, f := range srv.Client.HKeys(ctx, "lockkit:v1:rk:rw").Val() {
-			if strings.HasPrefix(f, "Qw") {
-				return true
-			}
-		}
-		return false
-	})
+	waitQueuedInRedis(t, ctx, srv, "lockkit:v1:rk:rw", "Qw")
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
 	go func() { _, _ = reader.RWLock("rw").RLock(rctx, core.Wait(time.Minute)) }()
@@ -402,14 +395,7 @@ func TestGiveUpOnHungRedisReturns(t *testing.T) {
 		_, err := c.RWLock("rw").Lock(wctx, core.Wait(time.Minute))
 		done <- err
 	}()
-	testkit.WaitFor(t, 10*time.Second, "the writer queued in Redis", func() bool {
-		for _, f := range srv.Client.HKeys(ctx, "lockkit:v1:rk:rw").Val() {
-			if strings.HasPrefix(f, "Qw") {
-				return true
-			}
-		}
-		return false
-	})
+	waitQueuedInRedis(t, ctx, srv, "lockkit:v1:rk:rw", "Qw")
 	srv.Pause()
 	cancel() // the caller gives up while Redis hangs
 	at := time.Now()
