@@ -355,7 +355,7 @@ func testClusterWakeEveryShard(t *testing.T, cl *redistest.Cluster) {
 		}
 	}
 	testkit.WaitFor(t, 10*time.Second, "no subscriptions and no pub/sub connections left", func() bool {
-		if statsMap(waiter)["subscriptions"] != 0 {
+		if testkit.Tables(waiter)["subscriptions"] != 0 {
 			return false
 		}
 		for m := range keys {

@@ -10,6 +10,9 @@ import (
 // HashKeyLen is the longest key stored verbatim (tests only).
 const HashKeyLen = hashKeyLen
 
+// MaxWaitingNames bounds LockState.WaitingNames (tests only).
+const MaxWaitingNames = maxWaitingNames
+
 // LayoutVersion is the Redis key layout version in every key (tests only).
 const LayoutVersion = layoutVersion
 

@@ -3,6 +3,8 @@ package core_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,6 +82,36 @@ func (r *recorder) snapshot() (ends []core.AcquireResult, contended int, renewed
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]core.AcquireResult(nil), r.ends...), len(r.contended), r.renewed, len(r.lost)
+}
+
+// lostCauses are the causes Lost was told, in order.
+func (r *recorder) lostCauses() []error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.lost...)
+}
+
+// renewCalls counts every Renewed call, confirmed or failed.
+func (r *recorder) renewCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.renewed + r.renewErrs
+}
+
+// queuedInRedis tells whether the lock stored at hashKey has an entry of
+// its wait queue in Redis whose field starts with prefix ("Q": anyone's,
+// "Qw": a writer's, "Qs": a semaphore's).
+func queuedInRedis(ctx context.Context, srv *redistest.Server, hashKey, prefix string) bool {
+	return slices.ContainsFunc(srv.Client.HKeys(ctx, hashKey).Val(), func(f string) bool { return strings.HasPrefix(f, prefix) })
+}
+
+// waitQueuedInRedis waits until queuedInRedis holds: a waiter that began
+// to wait is queued in Redis only after its first refusal.
+func waitQueuedInRedis(t testing.TB, ctx context.Context, srv *redistest.Server, hashKey, prefix string) {
+	t.Helper()
+	testkit.WaitFor(t, 10*time.Second, fmt.Sprintf("a %s entry in the wait queue of %s in Redis", prefix, hashKey), func() bool {
+		return queuedInRedis(ctx, srv, hashKey, prefix)
+	})
 }
 
 // startAckingReplica starts a replica of primary and returns once it

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -318,7 +317,7 @@ func TestRefusalSaysWhatItSaw(t *testing.T) {
 	// The waiter's head: refused and queued, then refused again (its
 	// entry's refresh), whose Contended stalls it.
 	testkit.Recv(t, obs.stalled, 10*time.Second, "the waiter queued")
-	if !slices.ContainsFunc(srv.Client.HKeys(ctx, "lockkit:v1:sk:s").Val(), func(f string) bool { return strings.HasPrefix(f, "Qs") }) {
+	if !queuedInRedis(ctx, srv, "lockkit:v1:sk:s", "Qs") {
 		t.Fatal("the waiter's process is not in the queue in Redis")
 	}
 	if err := h.Release(ctx); err != nil { // grants the permit to the waiter's queue

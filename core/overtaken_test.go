@@ -24,6 +24,9 @@ import (
 type slowPath struct {
 	addr string
 	slow atomic.Bool
+	// delayed counts the chunks the first connection delivered late: the
+	// staging worked only if the client sent something on it once slow.
+	delayed atomic.Int64
 	// answered is closed when Redis has answered everything the first
 	// connection carried and the client has closed it: the attempt in
 	// transit has run.
@@ -110,6 +113,7 @@ func (p *slowPath) commands(c, s net.Conn, isFirst bool, d time.Duration) {
 			at := time.Now()
 			if isFirst && p.slow.Load() {
 				at = at.Add(d)
+				p.delayed.Add(1)
 			}
 			ch <- chunk{at, append([]byte(nil), buf[:n]...)}
 		}
@@ -140,7 +144,9 @@ func overtakenClient(t *testing.T, srv *redistest.Server, d time.Duration) (*slo
 }
 
 // waitAnswered waits until x's client holds nothing (its clean-up is done)
-// and the attempt in transit on the slow path has run.
+// and the attempt in transit on the slow path has run. It fails when no
+// command went through the slow path: go-redis handed the attempt another
+// connection than the Ping'd first one, and the race was never staged.
 func waitAnswered(t *testing.T, p *slowPath, rdb *redis.Client, x *core.Client) {
 	t.Helper()
 	testkit.WaitFor(t, 10*time.Second, "x holds and waits for nothing", func() bool {
@@ -149,6 +155,9 @@ func waitAnswered(t *testing.T, p *slowPath, rdb *redis.Client, x *core.Client) 
 	})
 	_ = rdb.Close() // ends the slow connection if go-redis kept it
 	testkit.Recv(t, p.answered, 30*time.Second, "Redis answered the attempt in transit")
+	if p.delayed.Load() == 0 {
+		t.Fatal("no command went through the slow path")
+	}
 }
 
 // TestWriterGiveBackOvertakenByAttempt: a writer's attempt cut by its wait
@@ -223,14 +232,7 @@ func TestGrantGivenBackOvertakenByAttempt(t *testing.T) {
 		_, err := x.RWLock("k").Lock(ctx, core.Wait(time.Second))
 		done <- err
 	}()
-	testkit.WaitFor(t, 10*time.Second, "the writer queued in Redis", func() bool {
-		for _, f := range srv.Client.HKeys(ctx, "lockkit:v1:rk:k").Val() {
-			if f[0] == 'Q' {
-				return true
-			}
-		}
-		return false
-	})
+	waitQueuedInRedis(t, ctx, srv, "lockkit:v1:rk:k", "Q")
 	p.slow.Store(true) // the confirming attempt travels 3 s; the budget ends first
 	if err := r.Release(ctx); err != nil {
 		t.Fatal(err)

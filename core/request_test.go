@@ -157,18 +157,21 @@ func TestDefaultWait(t *testing.T) {
 	obs := waitObserver{waits: make(chan time.Duration, 8)}
 	c := testkit.Client(t, redistest.Start(t).NewClient(), core.WithObserver(obs))
 	ctx := testkit.Context(t, 30*time.Second)
-	for _, opts := range [][]core.AcquireOption{nil, {core.Wait(0)}, {core.Wait(time.Second)}} {
-		l, err := c.Acquire(ctx, "dw", opts...)
+	for _, tc := range []struct {
+		opts []core.AcquireOption
+		want time.Duration
+	}{
+		{nil, core.DefaultWait},
+		{[]core.AcquireOption{core.Wait(0)}, core.DefaultWait},
+		{[]core.AcquireOption{core.Wait(time.Second)}, time.Second},
+	} {
+		l, err := c.Acquire(ctx, "dw", tc.opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_ = l.Release(ctx)
-		want := core.DefaultWait
-		if len(opts) == 1 && core.NewRequest(opts...).Wait != 0 {
-			want = time.Second
-		}
-		if got := testkit.Recv(t, obs.waits, 10*time.Second, "the acquire's start"); got != want {
-			t.Errorf("%d options: wait budget %v, want %v", len(opts), got, want)
+		if got := testkit.Recv(t, obs.waits, 10*time.Second, "the acquire's start"); got != tc.want {
+			t.Errorf("%d options: wait budget %v, want %v", len(tc.opts), got, tc.want)
 		}
 	}
 }

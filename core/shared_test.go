@@ -612,8 +612,8 @@ func TestSharedLocksAndTables(t *testing.T) {
 			done <- err
 		}()
 	}
-	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return statsMap(c)["waiters"] == 8 })
-	if n := statsMap(c)["queues"]; n != 5 {
+	testkit.WaitFor(t, 10*time.Second, "8 waiters", func() bool { return testkit.Tables(c)["waiters"] == 8 })
+	if n := testkit.Tables(c)["queues"]; n != 5 {
 		t.Errorf("%d local queues, want 5 keys", n)
 	}
 	var saw bool
@@ -631,18 +631,18 @@ func TestSharedLocksAndTables(t *testing.T) {
 			t.Errorf("waiter: %v", err)
 		}
 	}
-	if tb := statsMap(c); tb["queues"] != 5 || tb["waiters"] != 0 {
+	if tb := testkit.Tables(c); tb["queues"] != 5 || tb["waiters"] != 0 {
 		t.Errorf("tables after the waits ended: %v, want the 5 queues of the permits held and no waiter", tb)
 	}
 	// The hub unsubscribes on its own goroutine.
-	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return statsMap(c)["subscriptions"] == 0 })
+	testkit.WaitFor(t, 10*time.Second, "no subscription left", func() bool { return testkit.Tables(c)["subscriptions"] == 0 })
 	_ = held.Release(ctx)
 	for i := 4; i < 8; i++ {
 		if l, ok := heldOthers[i]; ok {
 			_ = l.Release(ctx)
 		}
 	}
-	if n := statsMap(c)["queues"]; n != 0 {
+	if n := testkit.Tables(c)["queues"]; n != 0 {
 		t.Errorf("%d local queues after every permit was released, want 0", n)
 	}
 }

@@ -92,7 +92,7 @@ func TestLocks(t *testing.T) {
 	case !a.Holder.Seen.IsZero():
 		t.Errorf("snap:a is held by c, yet a holder is reported: %+v", a.Holder)
 	}
-	// The waiting routes, each once and at most eight of them.
+	// The waiting routes, each once and at most MaxWaitingNames of them.
 	seen := map[string]bool{}
 	for _, n := range a.WaitingNames {
 		if seen[n] || !strings.HasPrefix(n, "waiter-") {
@@ -100,8 +100,8 @@ func TestLocks(t *testing.T) {
 		}
 		seen[n] = true
 	}
-	if len(a.WaitingNames) != 8 {
-		t.Errorf("snap:a waiting names %q: want 8 of the 10 names", a.WaitingNames)
+	if len(a.WaitingNames) != core.MaxWaitingNames {
+		t.Errorf("snap:a waiting names %q: want MaxWaitingNames, %d, of the 10 names", a.WaitingNames, core.MaxWaitingNames)
 	}
 	if b.Held || b.Token != 0 || !b.Until.IsZero() || b.Waiters != 1 || b.OldestWait.IsZero() {
 		t.Errorf("snap:b = %+v, want not held by c, one waiter", b)

@@ -4,19 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
-
-// statsMap is c.Stats() by table name (nil for no Client), for tests that
-// compare every table with a baseline.
-func statsMap(c *core.Client) map[string]int {
-	if c == nil {
-		return nil
-	}
-	return testkit.Tables(c)
-}
 
 // Stats counts a held lease and a queued waiter, and reads zero for both
 // once they are gone.

@@ -147,7 +147,7 @@ func sharedRestart(t *testing.T, keep bool) {
 			t.Errorf("the pinned writer's late write = %v, want a stale-token rejection", err)
 		}
 		for i, l := range pinnedLeases {
-			recv(t, l.Done(), 2*s05TTL, "the pinned lease's loss")
+			testkit.Recv(t, l.Done(), 2*s05TTL, "the pinned lease's loss")
 			lostAt := time.Now()
 			if !isLost(l) {
 				t.Errorf("pinned %s lease's cause %v, want ErrLost", l.Key(), l.Err())
@@ -191,6 +191,9 @@ func sharedRestart(t *testing.T, keep bool) {
 		}
 		if inv := faults.TokenInversions(writes); len(inv) > 0 {
 			t.Errorf("write tokens not increasing across the data loss: %v", inv[0])
+		}
+		if len(fresh) == 0 { // run.wait has failed then; a panic on fresh[0] would hide it
+			t.Fatalf("no hold granted after the restart (%d before it)", len(old))
 		}
 		first := fresh[0].From // the new server's first grant, as its holder saw it
 		for _, iv := range fresh {
