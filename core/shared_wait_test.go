@@ -13,6 +13,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
+	"github.com/redis/go-redis/v9"
 )
 
 // burst: n callers of one Client take a lock that admits n at once; every
@@ -46,7 +47,9 @@ func burst(t *testing.T, n int, take func(ctx context.Context) (*core.Lease, err
 	return refused, errs
 }
 
-const giveUpBound = time.Second
+// giveUpBound bounds how long a caller that gave up while Redis hung may
+// take to return (TestGiveUpOnHungRedisReturns).
+const giveUpBound = 5 * time.Second
 
 // burstWait bounds each caller of a burst. The property is latency: a
 // caller queued behind one that went in must ask at once, not at its
@@ -375,14 +378,17 @@ func TestStatsEmptyAfterClose(t *testing.T) {
 // while Redis hangs; Lock returns soon after (its leave goes on in the
 // background), not when Redis answers or the release timeout passes.
 //
-// The leave waits at most 250 ms before going on in the background; the
-// bound here is four times that, well under the 2 s the synchronous leave
-// took, so that the test can fail without flaking on a loaded machine.
+// The leave waits at most 250 ms before going on in the background. The
+// waiter's connections time out only after 30 s (read timeout and release
+// timeout), so a leave that held the caller until Redis answered would
+// hold it that long: the bound, 20 times the leave's wait, tells the two
+// apart on a loaded machine too.
 func TestGiveUpOnHungRedisReturns(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testkit.Context(t, time.Minute)
 	holder := newClient(t, srv)
-	c := newClient(t, srv, core.WithReleaseTimeout(30*time.Second))
+	patient := srv.NewClient(func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 30*time.Second, 30*time.Second })
+	c := newClientOn(t, patient, core.WithReleaseTimeout(30*time.Second))
 	r, err := holder.RWLock("rw").RLock(ctx)
 	if err != nil {
 		t.Fatal(err)
