@@ -143,13 +143,10 @@ func errText(err error) string {
 // nil for the adapter's default answer.
 type RPCResponders map[core.Outcome]func(ctx context.Context, r *Rejection) error
 
-// On sets f as the answer of every outcome of refusals.
+// On sets f as the answer of every outcome of refusals; a nil f restores
+// their default answer, as Responders.On does.
 func (rs RPCResponders) On(f func(ctx context.Context, r *Rejection) error, refusals ...Refusal) {
-	for _, ref := range refusals {
-		for _, o := range ref.Outcomes() {
-			rs[o] = f
-		}
-	}
+	on(rs, f, refusals)
 }
 
 // Answer is the answer set for r's outcome, nil when there is none or it
