@@ -64,9 +64,7 @@ func (m *middleware) handle(c *gin.Context) {
 		}
 	}()
 	c.Request = req.WithContext(h.Ctx)
-	if m.cfg.tokenHdr != "" && h.Lease != nil {
-		c.Header(m.cfg.tokenHdr, h.Token())
-	}
+	h.SetToken(c.Writer.Header(), m.cfg.tokenHdr)
 	c.Next()
 }
 

@@ -17,7 +17,8 @@ type Option func(*config)
 // response (or deliberately not); the middleware has already called
 // c.Error(err) and set Retry-After where it applies, and calls c.Abort()
 // after it. err matches the core sentinel of the outcome (ErrNotAcquired,
-// ErrUnavailable, ErrInvalidKey, context.DeadlineExceeded, ...).
+// ErrUnavailable, ErrInvalidKey, context.DeadlineExceeded, ...). A nil
+// Responder restores the default answer, as in every lockkit adapter.
 type Responder func(c *gin.Context, err error)
 
 type config struct {
@@ -165,8 +166,12 @@ func OnReleaseError(f func(c *gin.Context, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
 
+// on sets f as the answer of r's outcomes; a nil f restores the default
+// answer (guard.Responders.On), so it is passed on as nil, not wrapped.
 func on(f Responder, r guard.Refusal) Option {
-	return func(c *config) {
-		c.respond.On(func(gc *gin.Context, h *guard.Hold) error { f(gc, h.Err); return nil }, r)
+	var g func(*gin.Context, *guard.Hold) error
+	if f != nil {
+		g = func(gc *gin.Context, h *guard.Hold) error { f(gc, h.Err); return nil }
 	}
+	return func(c *config) { c.respond.On(g, r) }
 }

@@ -75,32 +75,20 @@ func (p Problem) JSON() []byte {
 }
 
 // ProblemFor is the problem document of outcome o with error err. The
-// detail says what failed, never who holds the lock: its owner and metadata
-// may be another tenant's.
+// detail says what failed (the sentence RPC answers say too), never who
+// holds the lock: its owner and metadata may be another tenant's.
 func ProblemFor(o core.Outcome, err error) Problem {
 	status := Status(o)
 	if status == 0 || status == StatusClientClosedRequest {
 		status = http.StatusInternalServerError
 	}
-	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status}
-	switch o {
-	case core.OutcomeContended, core.OutcomeTimeout:
-		p.Detail = "the resource is locked by another request; retry later"
-	case core.OutcomeLimited:
-		p.Detail = "too many requests for the resource at once; retry later"
-	case core.OutcomeLost:
-		p.Detail = "the lock on the resource was lost while the request ran; retry later"
-	case core.OutcomeUnavailable:
-		p.Detail = "the lock service is unavailable"
-	case core.OutcomeDeadline:
-		p.Detail = "the request's deadline passed while waiting for the lock"
-	case core.OutcomeClosed:
-		p.Detail = "the service is shutting down"
-	case core.OutcomeBadKey:
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: sentence(o, err, "request")}
+	switch {
+	case o == core.OutcomeBadKey:
 		if err != nil {
 			p.Detail = err.Error()
 		}
-	default:
+	case p.Detail == "":
 		p.Detail = "the lock middleware is misconfigured"
 	}
 	return p

@@ -57,3 +57,19 @@ func TestAnswerHeaders(t *testing.T) {
 		t.Errorf("a client that went away was written to: %v %q", w.Header(), w.Body.String())
 	}
 }
+
+// An HTTP answer's detail and an RPC answer's message say the same
+// sentence of each outcome, the noun aside ("request", "call"): a bad key
+// says its error and a misconfiguration is worded by each protocol.
+func TestOneSentencePerOutcome(t *testing.T) {
+	for _, o := range []core.Outcome{core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLimited, core.OutcomeUnavailable,
+		core.OutcomeDeadline, core.OutcomeClosed, core.OutcomeCanceled, core.OutcomeLost} {
+		for _, err := range []error{errors.New("boom"), core.ErrMaxHold} {
+			detail := guard.ProblemFor(o, err).Detail
+			msg := (&guard.Rejection{Outcome: o, Err: err}).Message()
+			if detail == "" || strings.ReplaceAll(msg, "call", "request") != "lockkit: "+detail {
+				t.Errorf("%v (%v): HTTP says %q, RPC %q", o, err, detail, msg)
+			}
+		}
+	}
+}

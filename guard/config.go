@@ -61,14 +61,23 @@ const maxReported = 4096
 //
 // The rules: a nil Client is refused; there is at least one key, and a key
 // made by Join has at least one part, and one made by RouteKey is alone; at most core.MaxKeysPerAcquire keys;
-// Request passes core.Request.Check (the TTL rule, core.CheckTTL, is also
-// core.New's); several keys are mutexes (no Limit, no side); SideByMethod
-// excludes a Side and a Limit; a negative ReleaseTimeout is refused (0 is
-// the Client's); and AcquireOptions may not set the wait budget, NoWait,
-// the TTL, MaxHold or the name.
+// AcquireOptions may not set the wait budget, NoWait, the TTL, MaxHold or
+// the name; Request with AcquireOptions applied passes core.Request.Check
+// (the TTL rule, core.CheckTTL, is also core.New's); several keys are
+// mutexes (no Limit, no side); SideByMethod excludes a Side and a Limit;
+// and a negative ReleaseTimeout is refused (0 is the Client's).
 func (c Config[R]) Check() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", core.ErrInvalidOption, fmt.Sprintf(format, args...))
+	_, err := c.check()
+	return err
+}
+
+// check is Check, and returns the Request every acquire asks for: Request
+// with AcquireOptions applied onto it, as core applies options, so that
+// what core refuses (core.MaxWaiters(-1)) is refused here, once, and any
+// core option reaches the acquire.
+func (c Config[R]) check() (core.Request, error) {
+	bad := func(format string, args ...any) (core.Request, error) {
+		return core.Request{}, fmt.Errorf("%w: %s", core.ErrInvalidOption, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case c.Client == nil:
@@ -88,10 +97,16 @@ func (c Config[R]) Check() error {
 			return bad("more than one key source: KeyFromRoute() is the whole key; give it alone, or Key(...) once per key")
 		}
 	}
-	if err := c.Request.Check(); err != nil {
-		return err
+	if o := core.NewRequest(c.AcquireOptions...); o.Wait != 0 || o.NoWait || o.TTL != 0 || o.Name != "" || o.MaxHold != 0 {
+		return bad("AcquireOptions may not carry core.Wait, core.NoWait, core.TTL, core.MaxHold or core.Name; use the adapter's own Wait, NoWait, TTL and MaxHold options (the name is the route or method)")
 	}
 	r := c.Request
+	for _, o := range c.AcquireOptions {
+		o(&r)
+	}
+	if err := r.Check(); err != nil {
+		return core.Request{}, err
+	}
 	switch {
 	case len(c.Keys) > 1 && (r.Limit > 0 || r.Side != 0 || c.SideByMethod):
 		return bad("several keys are taken together as mutexes; Limit and the read/write sides take one key")
@@ -102,10 +117,7 @@ func (c Config[R]) Check() error {
 	case c.ReleaseTimeout < 0:
 		return bad("ReleaseTimeout must be ≥ 0 (0: the Client's), got %v", c.ReleaseTimeout)
 	}
-	if o := core.NewRequest(c.AcquireOptions...); o.Wait != 0 || o.NoWait || o.TTL != 0 || o.Name != "" || o.MaxHold != 0 {
-		return bad("AcquireOptions may not carry core.Wait, core.NoWait, core.TTL, core.MaxHold or core.Name; use the adapter's own Wait, NoWait, TTL and MaxHold options (the name is the route or method)")
-	}
-	return nil
+	return r, nil
 }
 
 // Policy is a checked Config: what one adapter instance (one middleware,
@@ -125,19 +137,15 @@ type Policy[R any] struct {
 
 // New checks c (Config.Check) and returns its Policy.
 func New[R any](c Config[R]) (*Policy[R], error) {
-	if err := c.Check(); err != nil {
+	req, err := c.check()
+	if err != nil {
 		return nil, err
 	}
-	req := c.Request
-	o := core.NewRequest(c.AcquireOptions...)
-	req.MaxWaiters = max(req.MaxWaiters, o.MaxWaiters)
-	req.Reentrant = req.Reentrant || o.Reentrant
-	req.NoRenew = req.NoRenew || o.NoRenew
 	if !req.NoWait && req.Wait == 0 {
+		// core applies the same default to every acquire, but its
+		// Observer.Unlocked (fail-open) reports the Request's Wait as
+		// given, where 0 reads "one attempt".
 		req.Wait = core.DefaultWait
-	}
-	if err := req.Check(); err != nil { // what AcquireOptions added
-		return nil, err
 	}
 	return &Policy[R]{
 		client: c.Client, keys: append([]Key[R](nil), c.Keys...), req: req, byMethod: c.SideByMethod,

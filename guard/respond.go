@@ -66,15 +66,23 @@ func (r Refusal) Outcomes() []core.Outcome {
 // by default.
 type Responders[C any] map[core.Outcome]func(c C, h *Hold) error
 
-// On sets f as the answer of every outcome of refusals; a nil f sets
-// nothing.
-func (rs Responders[C]) On(f func(c C, h *Hold) error, refusals ...Refusal) {
-	if f == nil {
-		return
-	}
+// On sets f as the answer of every outcome of refusals; a nil f restores
+// their default answer (see on).
+func (rs Responders[C]) On(f func(c C, h *Hold) error, refusals ...Refusal) { on(rs, f, refusals) }
+
+// on sets f as the answer of every outcome of refusals in rs, an HTTP or
+// an RPC adapter's responders: the one rule of every adapter for a nil f,
+// which means the default answer, so OnX(f) then OnX(nil) answers as if
+// OnX was never given (an option list built conditionally can unset one).
+// An adapter that wraps its own responder type must pass nil on as nil.
+func on[A, B any](rs map[core.Outcome]func(A, B) error, f func(A, B) error, refusals []Refusal) {
 	for _, r := range refusals {
 		for _, o := range r.Outcomes() {
-			rs[o] = f
+			if f == nil {
+				delete(rs, o)
+			} else {
+				rs[o] = f
+			}
 		}
 	}
 }

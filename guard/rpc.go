@@ -63,8 +63,12 @@ func RPCCode(o core.Outcome) Code {
 	return CodeInternal
 }
 
-// Retryable reports whether outcome o's answer carries a retry hint (HTTP
-// Retry-After, RPC RetryInfo): where retrying later can work.
+// Retryable reports whether outcome o's RPC answer carries a retry hint
+// (RetryInfo, the pushback trailer, Rejection.RetryAfter): where retrying
+// later can work. OutcomeDeadline is not: the caller's own deadline
+// passed, and its answer is DeadlineExceeded. HTTP answers go by status
+// instead (AnswerFor): Retry-After on every 409, 429 and 503, so on
+// OutcomeDeadline too, which HTTP answers 503.
 func Retryable(o core.Outcome) bool {
 	return o.NotAcquired() || o == core.OutcomeUnavailable || o == core.OutcomeClosed || o == core.OutcomeLost
 }
@@ -95,31 +99,17 @@ type Rejection struct {
 func (r *Rejection) Code() Code { return RPCCode(r.Outcome) }
 
 // Message is the default answer's message, the same on every RPC
-// adapter. It never names the holder (its metadata may be another
-// tenant's).
+// adapter: the sentence HTTP answers say too. It never names the holder
+// (its metadata may be another tenant's).
 func (r *Rejection) Message() string {
 	switch r.Outcome {
-	case core.OutcomeContended, core.OutcomeTimeout:
-		return "lockkit: the resource is locked by another call; retry later"
-	case core.OutcomeLimited:
-		return "lockkit: too many calls for the resource at once; retry later"
-	case core.OutcomeUnavailable:
-		return "lockkit: the lock service is unavailable"
-	case core.OutcomeClosed:
-		return "lockkit: the service is shutting down"
 	case core.OutcomeBadKey:
 		return errText(r.Err)
 	case core.OutcomeMisconfigured:
 		return "lockkit: lock misconfigured for " + r.Procedure + ": " + errText(r.Err)
-	case core.OutcomeCanceled:
-		return "lockkit: call cancelled while waiting for the lock"
-	case core.OutcomeDeadline:
-		return "lockkit: deadline exceeded while waiting for the lock"
-	case core.OutcomeLost:
-		if errors.Is(r.Err, core.ErrMaxHold) {
-			return "lockkit: the call held its lock for its maximum hold"
-		}
-		return "lockkit: the lock was lost while the call ran"
+	}
+	if s := sentence(r.Outcome, r.Err, "call"); s != "" {
+		return "lockkit: " + s
 	}
 	return "lockkit: " + errText(r.Err)
 }
@@ -143,13 +133,10 @@ func errText(err error) string {
 // nil for the adapter's default answer.
 type RPCResponders map[core.Outcome]func(ctx context.Context, r *Rejection) error
 
-// On sets f as the answer of every outcome of refusals.
+// On sets f as the answer of every outcome of refusals; a nil f restores
+// their default answer, as Responders.On does.
 func (rs RPCResponders) On(f func(ctx context.Context, r *Rejection) error, refusals ...Refusal) {
-	for _, ref := range refusals {
-		for _, o := range ref.Outcomes() {
-			rs[o] = f
-		}
-	}
+	on(rs, f, refusals)
 }
 
 // Answer is the answer set for r's outcome, nil when there is none or it

@@ -70,9 +70,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}()
-	if m.cfg.tokenHdr != "" && h.Lease != nil {
-		w.Header().Set(m.cfg.tokenHdr, h.Token())
-	}
+	h.SetToken(w.Header(), m.cfg.tokenHdr)
 	m.next.ServeHTTP(w, r.WithContext(h.Ctx))
 }
 

@@ -16,6 +16,7 @@ type Option func(*config)
 // problem+json answer. Retry-After is already set where it applies. err
 // matches the core sentinel of the outcome (core.ErrNotAcquired,
 // core.ErrUnavailable, core.ErrInvalidKey, context.DeadlineExceeded, ...).
+// A nil Responder restores the default answer, as in every lockkit adapter.
 type Responder func(w http.ResponseWriter, r *http.Request, err error)
 
 type config struct {
@@ -161,10 +162,14 @@ func OnReleaseError(f func(r *http.Request, err error)) Option {
 	return func(c *config) { c.onRelease = f }
 }
 
+// on sets f as the answer of r's outcomes; a nil f restores the default
+// answer (guard.Responders.On), so it is passed on as nil, not wrapped.
 func on(f Responder, r guard.Refusal) Option {
-	return func(c *config) {
-		c.respond.On(func(x exchange, h *guard.Hold) error { f(x.w, x.r, h.Err); return nil }, r)
+	var g func(exchange, *guard.Hold) error
+	if f != nil {
+		g = func(x exchange, h *guard.Hold) error { f(x.w, x.r, h.Err); return nil }
 	}
+	return func(c *config) { c.respond.On(g, r) }
 }
 
 // exchange is a request and its response writer, as a Responder takes them.

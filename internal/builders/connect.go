@@ -48,6 +48,12 @@ func connectOptions(m conformance.Method) []connectlock.Option {
 			opts = append(opts, o.opt())
 		}
 	}
+	if m.NilResponders {
+		opts = append(opts, customThenNil(connectlock.Responder(func(context.Context, *connectlock.Rejection) error {
+			return connect.NewError(connect.CodeDataLoss, errors.New("custom"))
+		}),
+			connectlock.OnContended, connectlock.OnLimited, connectlock.OnUnavailable, connectlock.OnBadKey, connectlock.OnMisconfigured, connectlock.OnClientGone, connectlock.OnLost)...)
+	}
 	return opts
 }
 

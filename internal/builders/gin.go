@@ -23,6 +23,10 @@ var ginOptions = optionSet[ginlock.Option, ginlock.Part]{
 	releaseError: func(f func(error)) ginlock.Option {
 		return ginlock.OnReleaseError(func(_ *gin.Context, err error) { f(err) })
 	},
+	nilResponders: func() []ginlock.Option {
+		return customThenNil(ginlock.Responder(func(c *gin.Context, _ error) { c.String(http.StatusTeapot, "custom") }),
+			ginlock.OnContended, ginlock.OnLimited, ginlock.OnUnavailable, ginlock.OnBadKey, ginlock.OnMisconfigured, ginlock.OnClientGone)
+	},
 }
 
 func buildGin(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -50,6 +51,10 @@ func grpcOptions(m conformance.Method) []grpclock.Option {
 	}
 	if m.Stream {
 		opts = append(opts, grpclock.FromFirstMessage())
+	}
+	if m.NilResponders {
+		opts = append(opts, customThenNil(grpclock.Responder(func(context.Context, *grpclock.Rejection) error { return status.Error(codes.DataLoss, "custom") }),
+			grpclock.OnContended, grpclock.OnLimited, grpclock.OnUnavailable, grpclock.OnBadKey, grpclock.OnMisconfigured, grpclock.OnClientGone, grpclock.OnLost)...)
 	}
 	return opts
 }

@@ -25,6 +25,18 @@ type optionSet[O, P any] struct {
 	byMethod, readSide, writeSide func() O
 	releaseError                  func(func(error)) O
 	acquireOptions                func(...core.AcquireOption) O
+	nilResponders                 func() []O // every On* option given a custom answer, then nil
+}
+
+// customThenNil gives each On* option on the custom answer, then nil: the
+// options of a conformance Route or Method with NilResponders.
+func customThenNil[F, O any](custom F, ons ...func(F) O) []O {
+	var none F
+	opts := make([]O, 0, 2*len(ons))
+	for _, on := range ons {
+		opts = append(opts, on(custom), on(none))
+	}
+	return opts
 }
 
 // options are rt's options.
@@ -54,6 +66,9 @@ func (s optionSet[O, P]) options(t testing.TB, rt conformance.Route) []O {
 		if o.given {
 			opts = append(opts, o.opt())
 		}
+	}
+	if rt.NilResponders {
+		opts = append(opts, s.nilResponders()...)
 	}
 	return opts
 }

@@ -26,6 +26,10 @@ var httpOptions = optionSet[httplock.Option, httplock.Part]{
 	releaseError: func(f func(error)) httplock.Option {
 		return httplock.OnReleaseError(func(_ *http.Request, err error) { f(err) })
 	},
+	nilResponders: func() []httplock.Option {
+		return customThenNil(httplock.Responder(func(w http.ResponseWriter, _ *http.Request, _ error) { w.WriteHeader(http.StatusTeapot) }),
+			httplock.OnContended, httplock.OnLimited, httplock.OnUnavailable, httplock.OnBadKey, httplock.OnMisconfigured, httplock.OnClientGone)
+	},
 }
 
 var colonParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)

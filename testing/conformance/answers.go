@@ -31,15 +31,27 @@ func answerHeaders(h http.Header) http.Header {
 // whatever their frameworks: contended (409), limited (429), the request's
 // deadline (503), a bad key (400), a misconfigured route (500) and Redis
 // down (503).
-func IdenticalAnswers(t *testing.T, a, b Adapter) {
+func IdenticalAnswers(t *testing.T, a, b Adapter) { identicalAnswers(t, a, b, false) }
+
+// NilResponders: routes whose On* responders were each given a custom
+// answer and then nil (Route.NilResponders) answer every outcome of
+// IdenticalAnswers by default, without a panic: in every adapter a nil
+// responder means the default answer.
+func NilResponders(t *testing.T, a, b Adapter) { identicalAnswers(t, a, b, true) }
+
+func identicalAnswers(t *testing.T, a, b Adapter, nilResponders bool) {
 	writeOKH := func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, _ bool) { writeOK(w) }
-	e := newEnv(t, a, b, ttl,
-		Route{Method: http.MethodPost, Path: "/a/:id/contended", Key: orderKey, NoWait: true, Handler: writeOKH},
-		Route{Method: http.MethodPost, Path: "/a/:id/limited", Key: "const:lim,param:id", Limit: 1, NoWait: true, Handler: writeOKH},
-		Route{Method: http.MethodPost, Path: "/a/:id/deadline", Key: orderKey, Deadline: 200 * time.Millisecond, Handler: writeOKH},
-		Route{Method: http.MethodPost, Path: "/a/bad", Key: "const:t,header:X-Tenant", Handler: writeOKH},
-		Route{Method: http.MethodPost, Path: "/a/:id/misconfigured", Key: "const:m,param:nope", Handler: writeOKH},
-	)
+	routes := []Route{
+		{Method: http.MethodPost, Path: "/a/:id/contended", Key: orderKey, NoWait: true, Handler: writeOKH},
+		{Method: http.MethodPost, Path: "/a/:id/limited", Key: "const:lim,param:id", Limit: 1, NoWait: true, Handler: writeOKH},
+		{Method: http.MethodPost, Path: "/a/:id/deadline", Key: orderKey, Deadline: 200 * time.Millisecond, Handler: writeOKH},
+		{Method: http.MethodPost, Path: "/a/bad", Key: "const:t,header:X-Tenant", Handler: writeOKH},
+		{Method: http.MethodPost, Path: "/a/:id/misconfigured", Key: "const:m,param:nope", Handler: writeOKH},
+	}
+	for i := range routes {
+		routes[i].NilResponders = nilResponders
+	}
+	e := newEnv(t, a, b, ttl, routes...)
 	ctx := e.ctx(60 * time.Second)
 	held, err := e.reps[1].client.Acquire(ctx, "order:1")
 	if err != nil {

@@ -22,7 +22,8 @@
 // outliving 3×TTL and losing its lock (reported to the release-error hook),
 // deadlines, the fencing token header, misconfiguration, graceful shutdown
 // and Close with requests holding and waiting, OPTIONS locked unless a CORS
-// preflight, identical answer headers for each outcome, MaxHold ending the
+// preflight, identical answer headers for each outcome (also with every
+// On* responder set and then set to nil: the default answer), MaxHold ending the
 // handler's context and freeing the lock, the route's key, the kinds of
 // lock (Limit, read/write, several keys), and core.MaxWaiters given through
 // AcquireOptions bounding every kind's local queue.
@@ -31,7 +32,7 @@
 // of the suite's service and returns a Caller; RunRPC runs the scenarios
 // that apply to RPC (exclusion, no-wait and limit answers with their retry
 // hints, Redis down, bad and misconfigured keys, identical answers for each
-// outcome, MaxHold, an idle stream past its bound freeing its lock,
+// outcome (also with every On* responder set and then set to nil), MaxHold, an idle stream past its bound freeing its lock,
 // core.MaxWaiters through AcquireOptions bounding every kind's local
 // queue), and RunRPCPair two protocols on one resource.
 //

@@ -55,7 +55,12 @@ type Route struct {
 	// (echo: Config.AcquireOptions): core options the adapter has none of
 	// its own for, such as core.MaxWaiters.
 	AcquireOptions []core.AcquireOption
-	Handler        Handler
+	// NilResponders gives each of the adapter's On* responders a custom
+	// answer and then nil (echo's DenyHandler and ErrorHandler, fields,
+	// are left nil): a nil responder means the default answer in every
+	// adapter, so the route answers as if it had none.
+	NilResponders bool
+	Handler       Handler
 }
 
 // RW is which side of a read/write lock a route takes.

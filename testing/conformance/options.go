@@ -52,6 +52,7 @@ var OptionCases = []OptionCase{
 	{Name: "core.NoWait in AcquireOptions", AcquireOptions: []core.AcquireOption{core.NoWait()}, Err: "AcquireOptions may not carry"},
 	{Name: "core.TTL in AcquireOptions", AcquireOptions: []core.AcquireOption{core.TTL(time.Second)}, Err: "AcquireOptions may not carry"},
 	{Name: "core.Name in AcquireOptions", AcquireOptions: []core.AcquireOption{core.Name("x")}, Err: "AcquireOptions may not carry"},
+	{Name: "core.MaxWaiters(-1) in AcquireOptions", AcquireOptions: []core.AcquireOption{core.MaxWaiters(-1)}, Err: "MaxWaiters must be ≥ 0"},
 	{Name: "limit", Limit: 3},
 	{Name: "limit with no wait", Limit: 3, NoWait: true},
 	{Name: "negative limit", Limit: -1, Err: "Limit must be 1 to"},

@@ -50,6 +50,10 @@ type Method struct {
 	// ReleaseError, when set, is the adapter's release-error hook
 	// (OnReleaseError).
 	ReleaseError func(error)
+	// NilResponders gives each of the adapter's On* responders a custom
+	// answer and then nil: a nil responder means the default answer in
+	// every adapter, so the method answers as if it had none.
+	NilResponders bool
 	// Handler serves a unary call: ctx is the handler's context, id the
 	// message's, lease and ok what core.LeaseFromContext(ctx) returns. Its
 	// error fails the call (a context error as the handler got it).

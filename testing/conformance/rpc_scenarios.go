@@ -30,6 +30,7 @@ func RunRPC(t *testing.T, a RPCAdapter) {
 		{"redis killed", RPCRedisDown},
 		{"bad and misconfigured keys", RPCBadKeys},
 		{"identical answers for each outcome", RPCIdenticalAnswers},
+		{"a nil On* responder is the default answer", RPCNilResponders},
 		{"MaxHold ends the handler's context and frees the lock", RPCMaxHold},
 		{"an idle stream past MaxHold frees the lock", RPCIdleStream},
 		{"MaxWaiters through AcquireOptions bounds the queue", RPCMaxWaiters},
@@ -248,12 +249,20 @@ func RPCBadKeys(t *testing.T, a, b RPCAdapter) {
 // the same code, message, retry hint and pushback trailer by replica A and
 // replica B, whatever their protocols: contended, limited, a bad key, a
 // misconfigured key, Redis down.
-func RPCIdenticalAnswers(t *testing.T, a, b RPCAdapter) {
+func RPCIdenticalAnswers(t *testing.T, a, b RPCAdapter) { rpcIdenticalAnswers(t, a, b, false) }
+
+// RPCNilResponders: methods whose On* responders were each given a custom
+// answer and then nil (Method.NilResponders) answer every outcome of
+// RPCIdenticalAnswers by default: in every adapter a nil responder means
+// the default answer.
+func RPCNilResponders(t *testing.T, a, b RPCAdapter) { rpcIdenticalAnswers(t, a, b, true) }
+
+func rpcIdenticalAnswers(t *testing.T, a, b RPCAdapter, nilResponders bool) {
 	var calls atomic.Int32
 	e := newRPCEnv(t, a, b,
-		Method{Name: "Ship", Prefix: "order", Field: "value", NoWait: true, Handler: counted(&calls)},
-		Method{Name: "Export", Prefix: "export", Field: "value", Limit: 1, NoWait: true, Handler: counted(&calls)},
-		Method{Name: "Bad", Prefix: "order", Field: "nope", Handler: counted(&calls)})
+		Method{Name: "Ship", Prefix: "order", Field: "value", NoWait: true, NilResponders: nilResponders, Handler: counted(&calls)},
+		Method{Name: "Export", Prefix: "export", Field: "value", Limit: 1, NoWait: true, NilResponders: nilResponders, Handler: counted(&calls)},
+		Method{Name: "Bad", Prefix: "order", Field: "nope", NilResponders: nilResponders, Handler: counted(&calls)})
 	ctx := testkit.Context(t, 60*time.Second)
 	l, err := e.reps[1].client.Acquire(ctx, "order:1")
 	if err != nil {

@@ -31,6 +31,7 @@ func Run(t *testing.T, a Adapter) {
 		{"one cookie, any spelling, one key", CookieOneKey},
 		{"MaxHold ends the handler's context and frees the lock", MaxHold},
 		{"identical answers for each outcome", IdenticalAnswers},
+		{"a nil On* responder is the default answer", NilResponders},
 		{"the route's key", RouteKey},
 		{"MaxWaiters through AcquireOptions bounds every kind", MaxWaitersBound},
 	} {
