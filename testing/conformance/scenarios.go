@@ -868,13 +868,17 @@ func OptionsLocked(t *testing.T, a, b Adapter) {
 }
 
 // MaxHold: a handler that holds its lock past the route's MaxHold (300ms)
-// sees its context end with cause core.ErrMaxHold; its lock is released as
-// it returns, so a request waiting for the order on the other replica is
-// served right after it (TTL 30s: freed by the release, not the expiry),
-// never beside it, and the release-error hook hears core.ErrMaxHold.
+// sees its context end with cause core.ErrMaxHold, and keeps running: the
+// lock stays held by its token while it does, and a request waiting for the
+// order on the other replica keeps waiting. The lock is released as the
+// handler returns, so the waiting request is served right after it (TTL
+// 30s: freed by the release, not the expiry), never beside it, and the
+// release-error hook hears core.ErrMaxHold.
 func MaxHold(t *testing.T, a, b Adapter) {
-	entered, returned := newSignal(), newSignal()
+	entered, ended, proceed, returned := newSignal(), newSignal(), newSignal(), newSignal()
+	defer proceed.fire() // a failing check does not park the handler
 	var cause atomic.Value
+	var token atomic.Int64
 	var overlap atomic.Bool
 	h := func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
 		if !ok {
@@ -890,13 +894,20 @@ func MaxHold(t *testing.T, a, b Adapter) {
 			ok2(w, "next")
 			return
 		}
+		defer returned.fire()
+		token.Store(l.Token())
 		entered.fire()
 		select {
 		case <-r.Context().Done():
 			cause.Store(context.Cause(r.Context()))
+			ended.fire()
+		case <-time.After(20 * time.Second):
+			return
+		}
+		select { // still running past MaxHold, until the test has looked
+		case <-proceed.ch:
 		case <-time.After(20 * time.Second):
 		}
-		returned.fire()
 		ok2(w, "held")
 	}
 	relErr := make(chan error, 4)
@@ -906,13 +917,24 @@ func MaxHold(t *testing.T, a, b Adapter) {
 	first := make(chan response, 1)
 	go func() { first <- e.do(ctx, 0, http.MethodPost, "/orders/12/pay", "X-Hold", "1") }()
 	entered.wait(t, 10*time.Second, "the holder's handler")
-	next := make(chan response, 1)
-	go func() { next <- e.do(ctx, 1, http.MethodPost, "/orders/12/pay") }()
-	if r := testkit.Recv(t, first, 10*time.Second, "the holder's answer"); r.status != http.StatusOK {
-		t.Fatalf("holder answered %d %q", r.status, r.body)
-	}
+	ended.wait(t, 10*time.Second, "the holder's context to end at its MaxHold")
 	if c, _ := cause.Load().(error); !errors.Is(c, core.ErrMaxHold) {
 		t.Fatalf("the holder's context ended with %v, want core.ErrMaxHold", c)
+	}
+	stillHeld := func(when string) {
+		t.Helper()
+		if hd, held := e.held("order:12"); !held || hd.Token != token.Load() {
+			t.Fatalf("past MaxHold, with the handler still running, %s: held %v token %d, want held with %d", when, held, hd.Token, token.Load())
+		}
+	}
+	stillHeld("before the next request")
+	next := make(chan response, 1)
+	go func() { next <- e.do(ctx, 1, http.MethodPost, "/orders/12/pay") }()
+	e.reps[1].obs.await(t, 10*time.Second, "the next request on replica B to find the lock held", func(r *recorder) bool { return r.contended > 0 })
+	stillHeld("with the next request waiting")
+	proceed.fire()
+	if r := testkit.Recv(t, first, 10*time.Second, "the holder's answer"); r.status != http.StatusOK {
+		t.Fatalf("holder answered %d %q", r.status, r.body)
 	}
 	if r := testkit.Recv(t, next, 10*time.Second, "the next request"); r.status != http.StatusOK || r.body != "next" {
 		t.Fatalf("the next request: %d %q %v", r.status, r.body, r.err)
