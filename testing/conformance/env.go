@@ -169,6 +169,7 @@ type recorder struct {
 	contended int
 	unlocked  []error
 	outcomes  map[core.Outcome]int
+	acquired  []string // the keys of the acquires that took their lock, in order
 	lost      int
 	changed   chan struct{} // signalled (non-blocking) on every event
 }
@@ -191,8 +192,13 @@ func (r *recorder) Contended(context.Context, core.AcquireInfo, core.Holder, int
 	r.note(func() { r.contended++ })
 }
 
-func (r *recorder) AcquireEnd(ctx context.Context, _ core.AcquireInfo, res core.AcquireResult) context.Context {
-	r.note(func() { r.outcomes[res.Outcome]++ })
+func (r *recorder) AcquireEnd(ctx context.Context, info core.AcquireInfo, res core.AcquireResult) context.Context {
+	r.note(func() {
+		r.outcomes[res.Outcome]++
+		if res.Outcome == core.OutcomeAcquired {
+			r.acquired = append(r.acquired, info.Key)
+		}
+	})
 	return ctx
 }
 

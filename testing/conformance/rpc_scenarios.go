@@ -403,7 +403,13 @@ func RPCIdleStream(t *testing.T, a, b RPCAdapter) {
 	if err := s.Send("acme"); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the first message to take the lock", func() bool { _, held := e.held(ctx, "tenant:acme"); return held })
+	// The lock is held for MaxHold only: wait for the acquire's event, not
+	// for a look at Redis inside that window. Only the stream acquires on A.
+	obs := e.reps[0].obs
+	obs.await(t, 10*time.Second, "the first message to take the lock", func(r *recorder) bool { return len(r.acquired) == 1 })
+	if key := obs.acquired[0]; key != "tenant:acme" {
+		t.Fatalf("the first message took %q, want tenant:acme", key)
+	}
 	// The client stays silent, the stream open.
 	testkit.WaitFor(t, 10*time.Second, "the idle stream's lock to be freed at MaxHold", func() bool { _, held := e.held(ctx, "tenant:acme"); return !held })
 	wantReply(t, "a call on the idle stream's key", e.reps[1].call.Call(ctx, "Settings", "acme"), guard.CodeOK, false)
