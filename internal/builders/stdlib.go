@@ -48,7 +48,7 @@ func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route)
 		// ServeMux has no groups: the lock wraps each route, after routing.
 		mux.Handle(rt.Method+" "+rt.Group+bracePath(rt.Path), httplockOf(t, client, rt))
 	}
-	return withDeadlines(recoverer(mux), routes)
+	return recoverer(mux)
 }
 
 func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
@@ -61,5 +61,5 @@ func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) ht
 		}
 		r.Method(rt.Method, bracePath(rt.Path), lock)
 	}
-	return withDeadlines(recoverer(r), routes)
+	return recoverer(r)
 }

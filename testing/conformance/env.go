@@ -47,7 +47,7 @@ func newEnv(t *testing.T, a, b Adapter, ttl time.Duration, routes ...Route) *env
 		}
 		t.Cleanup(func() { _ = c.Close() })
 		wl := &writeLog{byID: map[string]*writeRec{}}
-		hs := httptest.NewServer(wl.wrap(ad.Build(t, c, routes...)))
+		hs := httptest.NewServer(wl.wrap(withDeadlines(ad.Build(t, c, routes...), routes)))
 		t.Cleanup(hs.Close)
 		e.reps[i] = &replica{adapter: ad, client: c, obs: obs, url: hs.URL, written: wl, server: hs}
 	}

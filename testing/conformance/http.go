@@ -34,8 +34,9 @@ type Route struct {
 	MaxHold      time.Duration
 	FailOpen     bool
 	TokenHeader  string
-	// Deadline, when set, is put on the request's context by a middleware in
-	// front of the lock (as gin-contrib/timeout or a gateway would).
+	// Deadline, when set, is put on the request's context of the route's
+	// requests by the suite, in front of the adapter's handler (as
+	// gin-contrib/timeout or a gateway would): Build need not map it.
 	Deadline time.Duration
 	// ReleaseError, when set, is the adapter's release-error hook
 	// (OnReleaseError, echo's ReleaseErrorHandler).
