@@ -169,8 +169,7 @@ type recorder struct {
 	contended int
 	unlocked  []error
 	outcomes  map[core.Outcome]int
-	acquired  []string // the keys of the acquires that took their lock, in order
-	lost      int
+	acquired  []string      // the keys of the acquires that took their lock, in order
 	changed   chan struct{} // signalled (non-blocking) on every event
 }
 
@@ -201,8 +200,6 @@ func (r *recorder) AcquireEnd(ctx context.Context, info core.AcquireInfo, res co
 	})
 	return ctx
 }
-
-func (r *recorder) Lost(context.Context, core.LeaseInfo, error) { r.note(func() { r.lost++ }) }
 
 func (r *recorder) Unlocked(_ context.Context, _ core.AcquireInfo, err error) {
 	r.note(func() { r.unlocked = append(r.unlocked, err) })

@@ -173,7 +173,7 @@ func ok2(w http.ResponseWriter, body string) {
 // checkProblem checks the body of an answer: RFC 9457 problem+json with
 // the status, on every adapter under the framework's default error
 // handling.
-func checkProblem(t *testing.T, _ Adapter, r response, status int, detail string) {
+func checkProblem(t *testing.T, r response, status int, detail string) {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); ct != guard.ProblemContentType {
 		t.Errorf("Content-Type = %q, want %q", ct, guard.ProblemContentType)
@@ -221,7 +221,7 @@ func NoWait(t *testing.T, a, b Adapter) {
 		if ra := r.header.Get("Retry-After"); ra != "1" {
 			t.Errorf("duplicate %d: Retry-After = %q, want \"1\"", i, ra)
 		}
-		checkProblem(t, a, r, http.StatusConflict, "")
+		checkProblem(t, r, http.StatusConflict, "")
 	}
 	if n := calls.n.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1 (duplicates must not run)", n)
@@ -271,7 +271,7 @@ func RedisDown(t *testing.T, a, b Adapter) {
 	if ra := r.header.Get("Retry-After"); ra == "" {
 		t.Error("503 without Retry-After")
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "")
+	checkProblem(t, r, http.StatusServiceUnavailable, "")
 	if n := closedCalls.n.Load(); n != 1 {
 		t.Errorf("fail-closed handler ran with Redis down (%d calls)", n)
 	}
@@ -307,7 +307,7 @@ func BadKey(t *testing.T, a, b Adapter) {
 			t.Errorf("header %q: status %d body %q err %v, want 400", hdr, r.status, r.body, r.err)
 			continue
 		}
-		checkProblem(t, a, r, http.StatusBadRequest, "X-Tenant")
+		checkProblem(t, r, http.StatusBadRequest, "X-Tenant")
 	}
 	if n := calls.n.Load(); n != 0 {
 		t.Errorf("handler ran %d times without a key", n)
@@ -607,7 +607,7 @@ func Deadline(t *testing.T, a, b Adapter) {
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("status %d Retry-After %q body %q err %v, want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body, r.err)
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "deadline")
+	checkProblem(t, r, http.StatusServiceUnavailable, "deadline")
 	if n := calls.n.Load(); n != 0 {
 		t.Errorf("handler ran %d times", n)
 	}
@@ -674,7 +674,7 @@ func RedisFrozen(t *testing.T, a, b Adapter) {
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("fail-closed, Redis frozen, nobody holds the order: %d Retry-After %q %q, want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body)
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "unavailable")
+	checkProblem(t, r, http.StatusServiceUnavailable, "unavailable")
 	if n := closedCalls.n.Load(); n != 1 {
 		t.Errorf("fail-closed handler ran with Redis frozen (%d calls)", n)
 	}
@@ -685,7 +685,7 @@ func RedisFrozen(t *testing.T, a, b Adapter) {
 	if r.status != http.StatusServiceUnavailable || expiredCalls.n.Load() != 0 {
 		t.Errorf("request deadline before the budget, Redis frozen: %d %q, handler ran %d times; want 503, not run", r.status, r.body, expiredCalls.n.Load())
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "deadline")
+	checkProblem(t, r, http.StatusServiceUnavailable, "deadline")
 	e.srv.Resume()
 	testkit.WaitFor(t, 15*time.Second, "the service to answer again after Redis resumed", func() bool {
 		return e.do(ctx, 0, http.MethodPost, "/closed/2").status == http.StatusOK
