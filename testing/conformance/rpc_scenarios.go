@@ -223,6 +223,9 @@ func RPCRedisDown(t *testing.T, a, b RPCAdapter) {
 		t.Errorf("fail-closed handler ran %d times (want 1), fail-open unlocked %d (want 1)", closed.Load(), unlocked.Load())
 	}
 	e.reps[0].obs.await(t, 5*time.Second, "the Observer's Unlocked", func(r *recorder) bool { return len(r.unlocked) == 1 })
+	if err := e.reps[0].obs.unlocked[0]; !errors.Is(err, core.ErrUnavailable) {
+		t.Errorf("Unlocked told %v, want ErrUnavailable", err)
+	}
 }
 
 // RPCBadKeys: an empty id is the caller's mistake (InvalidArgument, naming
