@@ -22,11 +22,6 @@ import (
 // over HTTP/1.1) and connectlock.
 var Connect = conformance.RPCAdapter{Name: "connect", Serve: serveConnect}
 
-type (
-	idMsg   = wrapperspb.StringValue
-	emptyMs = emptypb.Empty
-)
-
 // connectOptions are m's connectlock options.
 func connectOptions(m conformance.Method) []connectlock.Option {
 	opts := []connectlock.Option{connectlock.Key(connectlock.Const(m.Prefix), connectlock.Field(m.Field)),
@@ -77,18 +72,18 @@ func serveConnect(t testing.TB, client *core.Client, methods ...conformance.Meth
 	return connectCaller{srv}
 }
 
-func connectUnary(m conformance.Method) func(context.Context, *connect.Request[idMsg]) (*connect.Response[emptyMs], error) {
-	return func(ctx context.Context, req *connect.Request[idMsg]) (*connect.Response[emptyMs], error) {
+func connectUnary(m conformance.Method) func(context.Context, *connect.Request[wrapperspb.StringValue]) (*connect.Response[emptypb.Empty], error) {
+	return func(ctx context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[emptypb.Empty], error) {
 		l, ok := core.LeaseFromContext(ctx)
 		if err := m.Handler(ctx, req.Msg.GetValue(), l, ok); err != nil {
 			return nil, err
 		}
-		return connect.NewResponse(&emptyMs{}), nil
+		return connect.NewResponse(&emptypb.Empty{}), nil
 	}
 }
 
-func connectStream(m conformance.Method) func(context.Context, *connect.ClientStream[idMsg]) (*connect.Response[emptyMs], error) {
-	return func(ctx context.Context, s *connect.ClientStream[idMsg]) (*connect.Response[emptyMs], error) {
+func connectStream(m conformance.Method) func(context.Context, *connect.ClientStream[wrapperspb.StringValue]) (*connect.Response[emptypb.Empty], error) {
+	return func(ctx context.Context, s *connect.ClientStream[wrapperspb.StringValue]) (*connect.Response[emptypb.Empty], error) {
 		recv := func() (string, error) {
 			if s.Receive() {
 				return s.Msg().GetValue(), nil
@@ -98,14 +93,14 @@ func connectStream(m conformance.Method) func(context.Context, *connect.ClientSt
 		if err := m.StreamHandler(ctx, recv); err != nil {
 			return nil, err
 		}
-		return connect.NewResponse(&emptyMs{}), nil
+		return connect.NewResponse(&emptypb.Empty{}), nil
 	}
 }
 
 type connectCaller struct{ srv *httptest.Server }
 
-func (c connectCaller) client(name string) *connect.Client[idMsg, emptyMs] {
-	return connect.NewClient[idMsg, emptyMs](c.srv.Client(), c.srv.URL+procedure(name))
+func (c connectCaller) client(name string) *connect.Client[wrapperspb.StringValue, emptypb.Empty] {
+	return connect.NewClient[wrapperspb.StringValue, emptypb.Empty](c.srv.Client(), c.srv.URL+procedure(name))
 }
 
 func (c connectCaller) Call(ctx context.Context, name, id string) conformance.Reply {
@@ -118,7 +113,7 @@ func (c connectCaller) Stream(ctx context.Context, name string) (conformance.Cli
 }
 
 type connectClientStream struct {
-	s *connect.ClientStreamForClient[idMsg, emptyMs]
+	s *connect.ClientStreamForClient[wrapperspb.StringValue, emptypb.Empty]
 }
 
 func (s connectClientStream) Send(id string) error { return s.s.Send(wrapperspb.String(id)) }

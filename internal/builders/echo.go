@@ -51,5 +51,5 @@ func buildEcho(t testing.TB, client *core.Client, toMiddleware func(echolock.Con
 			e.Group(rt.Group, mw).Add(rt.Method, rt.Path, final)
 		}
 	}
-	return withDeadlines(e, routes)
+	return e
 }

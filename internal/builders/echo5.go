@@ -45,5 +45,5 @@ func buildEcho5(t testing.TB, client *core.Client, routes ...conformance.Route) 
 			e.Group(rt.Group, mw).Add(rt.Method, rt.Path, handle)
 		}
 	}
-	return withDeadlines(e, routes)
+	return e
 }

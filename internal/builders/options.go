@@ -1,9 +1,7 @@
 package builders
 
 import (
-	"context"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -100,38 +98,6 @@ func keyFields(rt conformance.Route) (keyParts string, keys []string, fromRoute 
 		return "", rt.KeySpecs(), false
 	}
 	return rt.Key, nil, false
-}
-
-// withDeadlines puts each route's Deadline on the context of the requests
-// it matches, in front of the framework (as a gateway, or
-// gin-contrib/timeout in front of the lock, would).
-func withDeadlines(h http.Handler, routes []conformance.Route) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, rt := range routes {
-			if rt.Deadline > 0 && r.Method == rt.Method && matches(rt.Group+rt.Path, r.URL.Path) {
-				ctx, cancel := context.WithTimeout(r.Context(), rt.Deadline)
-				defer cancel()
-				r = r.WithContext(ctx)
-				break
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// matches reports whether path matches route, whose ":name" segments match
-// any one segment.
-func matches(route, path string) bool {
-	rs, ps := strings.Split(route, "/"), strings.Split(path, "/")
-	if len(rs) != len(ps) {
-		return false
-	}
-	for i := range rs {
-		if !strings.HasPrefix(rs[i], ":") && rs[i] != ps[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // recoverer answers 500 to a panicking handler (as gin.Recovery and echo's

@@ -2,7 +2,6 @@ package builders
 
 import (
 	"net/http"
-	"regexp"
 	"testing"
 
 	"github.com/go-chi/chi/v5"
@@ -15,7 +14,8 @@ import (
 // Stdlib serves routes with net/http's ServeMux and httplock.
 var Stdlib = conformance.Adapter{Name: "net/http", Build: buildStdlib}
 
-// Chi serves routes with chi and httplock (added per route with With).
+// Chi serves routes with chi and httplock, the lock wrapping each route's
+// handler (registered with Method, inside Route for a Group).
 var Chi = conformance.Adapter{Name: "chi", Build: buildChi}
 
 var httpOptions = optionSet[httplock.Option, httplock.Part]{
@@ -32,11 +32,6 @@ var httpOptions = optionSet[httplock.Option, httplock.Part]{
 	},
 }
 
-var colonParam = regexp.MustCompile(`:([A-Za-z_][A-Za-z0-9_]*)`)
-
-// bracePath turns "/orders/:id/pay" into "/orders/{id}/pay".
-func bracePath(p string) string { return colonParam.ReplaceAllString(p, "{$1}") }
-
 // httplockOf builds the lock middleware of rt and the handler behind it.
 func httplockOf(t testing.TB, client *core.Client, rt conformance.Route) http.Handler {
 	h := rt.Handler
@@ -50,9 +45,9 @@ func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route)
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		// ServeMux has no groups: the lock wraps each route, after routing.
-		mux.Handle(rt.Method+" "+rt.Group+bracePath(rt.Path), httplockOf(t, client, rt))
+		mux.Handle(rt.Method+" "+rt.Group+conformance.BracePath(rt.Path), httplockOf(t, client, rt))
 	}
-	return withDeadlines(recoverer(mux), routes)
+	return recoverer(mux)
 }
 
 func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
@@ -60,10 +55,10 @@ func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) ht
 	for _, rt := range routes {
 		lock := httplockOf(t, client, rt)
 		if rt.Group != "" {
-			r.Route(rt.Group, func(g chi.Router) { g.Method(rt.Method, bracePath(rt.Path), lock) })
+			r.Route(rt.Group, func(g chi.Router) { g.Method(rt.Method, conformance.BracePath(rt.Path), lock) })
 			continue
 		}
-		r.Method(rt.Method, bracePath(rt.Path), lock)
+		r.Method(rt.Method, conformance.BracePath(rt.Path), lock)
 	}
-	return withDeadlines(recoverer(r), routes)
+	return recoverer(r)
 }

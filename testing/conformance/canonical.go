@@ -122,6 +122,26 @@ func FuzzCanonicalKey(f *testing.F, a Adapter) {
 	})
 }
 
+// holdAndProbe sends holder, whose handler sends the key it locked on
+// entered and then waits on release, and, while it holds, probe. It fails
+// t unless the holder (named what) locked want and was answered 200 once
+// released, and returns the probe's answer.
+func holdAndProbe(t *testing.T, entered <-chan string, release chan struct{}, want, what string, holder, probe func() response) response {
+	t.Helper()
+	done := make(chan response, 1)
+	go func() { done <- holder() }()
+	if got := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); got != want {
+		close(release)
+		t.Fatalf("%s locked %q, want %q", what, got, want)
+	}
+	r := probe()
+	release <- struct{}{}
+	if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
+		t.Fatalf("holder answered %d %q", h.status, h.body)
+	}
+	return r
+}
+
 // SpellingsExclude: one order requested through replica a with one spelling
 // of its id and through replica b with another (escaped, unescaped, other
 // hex case, "%2525" for the id "%25"): the second is refused while the first
@@ -149,17 +169,9 @@ func SpellingsExclude(t *testing.T, a, b Adapter) {
 		{"%2525", "%25", "%25", false}, // "%25" is the id "%": decoded once, never twice
 	} {
 		want, _ := core.JoinKey("order", tc.id)
-		done := make(chan response, 1)
-		go func() { done <- e.do(ctx, 0, http.MethodPost, "/orders/"+tc.holder+"/pay") }()
-		if got := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); got != want {
-			close(release)
-			t.Fatalf("/orders/%s/pay locked %q, want %q", tc.holder, got, want)
-		}
-		r := e.do(ctx, 1, http.MethodPost, "/orders/"+tc.other+"/refund")
-		release <- struct{}{}
-		if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
-			t.Fatalf("holder answered %d %q", h.status, h.body)
-		}
+		r := holdAndProbe(t, entered, release, want, "/orders/"+tc.holder+"/pay",
+			func() response { return e.do(ctx, 0, http.MethodPost, "/orders/"+tc.holder+"/pay") },
+			func() response { return e.do(ctx, 1, http.MethodPost, "/orders/"+tc.other+"/refund") })
 		switch sameID := tc.sameID; {
 		case sameID && r.status != http.StatusConflict:
 			t.Errorf("%s on %s while %s on %s holds: %d %q, want 409", tc.other, b.Name, tc.holder, a.Name, r.status, r.body)
@@ -207,17 +219,9 @@ func CookieOneKey(t *testing.T, a, b Adapter) {
 		{"a%2Bb", "a+b", "a+b", false}, // an encoded plus is a plus, a bare one a space
 	} {
 		want, _ := core.JoinKey("tenant", tc.value)
-		done := make(chan response, 1)
-		go func() { done <- e.do(ctx, 0, http.MethodPost, "/export", "Cookie", "t="+tc.holder) }()
-		if got := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); got != want {
-			close(release)
-			t.Fatalf("cookie t=%s on %s locked %q, want %q", tc.holder, a.Name, got, want)
-		}
-		r := e.do(ctx, 1, http.MethodPost, "/settings", "Cookie", "t="+tc.other)
-		release <- struct{}{}
-		if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
-			t.Fatalf("holder answered %d %q", h.status, h.body)
-		}
+		r := holdAndProbe(t, entered, release, want, "cookie t="+tc.holder+" on "+a.Name,
+			func() response { return e.do(ctx, 0, http.MethodPost, "/export", "Cookie", "t="+tc.holder) },
+			func() response { return e.do(ctx, 1, http.MethodPost, "/settings", "Cookie", "t="+tc.other) })
 		switch {
 		case tc.same && r.status != http.StatusConflict:
 			t.Errorf("cookie t=%s on %s while t=%s on %s holds %q: %d %q, want 409", tc.other, b.Name, tc.holder, a.Name, want, r.status, r.body)

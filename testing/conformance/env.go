@@ -47,7 +47,7 @@ func newEnv(t *testing.T, a, b Adapter, ttl time.Duration, routes ...Route) *env
 		}
 		t.Cleanup(func() { _ = c.Close() })
 		wl := &writeLog{byID: map[string]*writeRec{}}
-		hs := httptest.NewServer(wl.wrap(ad.Build(t, c, routes...)))
+		hs := httptest.NewServer(wl.wrap(withDeadlines(ad.Build(t, c, routes...), routes)))
 		t.Cleanup(hs.Close)
 		e.reps[i] = &replica{adapter: ad, client: c, obs: obs, url: hs.URL, written: wl, server: hs}
 	}
@@ -169,7 +169,7 @@ type recorder struct {
 	contended int
 	unlocked  []error
 	outcomes  map[core.Outcome]int
-	lost      int
+	acquired  []string      // the keys of the acquires that took their lock, in order
 	changed   chan struct{} // signalled (non-blocking) on every event
 }
 
@@ -191,12 +191,15 @@ func (r *recorder) Contended(context.Context, core.AcquireInfo, core.Holder, int
 	r.note(func() { r.contended++ })
 }
 
-func (r *recorder) AcquireEnd(ctx context.Context, _ core.AcquireInfo, res core.AcquireResult) context.Context {
-	r.note(func() { r.outcomes[res.Outcome]++ })
+func (r *recorder) AcquireEnd(ctx context.Context, info core.AcquireInfo, res core.AcquireResult) context.Context {
+	r.note(func() {
+		r.outcomes[res.Outcome]++
+		if res.Outcome == core.OutcomeAcquired {
+			r.acquired = append(r.acquired, info.Key)
+		}
+	})
 	return ctx
 }
-
-func (r *recorder) Lost(context.Context, core.LeaseInfo, error) { r.note(func() { r.lost++ }) }
 
 func (r *recorder) Unlocked(_ context.Context, _ core.AcquireInfo, err error) {
 	r.note(func() { r.unlocked = append(r.unlocked, err) })

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ type Adapter struct {
 
 // Route is one locked route, described so that every framework can serve it.
 type Route struct {
-	Method, Path string // "/orders/:id/pay": gin and echo share the syntax (BracePath gives ServeMux's)
+	Method, Path string // "/orders/:id/pay": gin and echo share the syntax (BracePath gives ServeMux's and chi's)
 	// Key is the key spec, "const:order,param:id" (guard.ParseSpec reads
 	// it): the adapter's Const, Param, Header, Query and Cookie parts, in
 	// order, as Key(parts...).
@@ -34,8 +35,9 @@ type Route struct {
 	MaxHold      time.Duration
 	FailOpen     bool
 	TokenHeader  string
-	// Deadline, when set, is put on the request's context by a middleware in
-	// front of the lock (as gin-contrib/timeout or a gateway would).
+	// Deadline, when set, is put on the request's context of the route's
+	// requests by the suite, in front of the adapter's handler (as
+	// gin-contrib/timeout or a gateway would): Build need not map it.
 	Deadline time.Duration
 	// ReleaseError, when set, is the adapter's release-error hook
 	// (OnReleaseError, echo's ReleaseErrorHandler).
@@ -73,6 +75,19 @@ const (
 	RWRead               // always the read side (ReadSide())
 	RWWrite              // always the write side (WriteSide())
 )
+
+// BracePath is path with each ":name" segment written "{name}":
+// "/orders/:id/pay" becomes "/orders/{id}/pay", the syntax of ServeMux's
+// and chi's patterns, for a builder of such a router.
+func BracePath(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if name, ok := strings.CutPrefix(s, ":"); ok {
+			segs[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(segs, "/")
+}
 
 // KeySpecs are every key spec of rt: Key, then MoreKeys.
 func (rt Route) KeySpecs() []string { return append([]string{rt.Key}, rt.MoreKeys...) }

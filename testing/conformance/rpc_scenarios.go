@@ -78,13 +78,14 @@ func newRPCEnv(t *testing.T, a, b RPCAdapter, methods ...Method) *rpcEnv {
 	return e
 }
 
-func (e *rpcEnv) held(ctx context.Context, key string) bool {
+// held reports whether key is locked, and by whom, asking Redis.
+func (e *rpcEnv) held(ctx context.Context, key string) (core.Holder, bool) {
 	e.t.Helper()
-	_, ok, err := e.reps[0].client.Inspect(ctx, key)
+	h, ok, err := e.reps[0].client.Inspect(ctx, key)
 	if err != nil {
 		e.t.Fatalf("Inspect(%q): %v", key, err)
 	}
-	return ok
+	return h, ok
 }
 
 // wantReply fails unless r has code c and, for a retryable outcome, the
@@ -223,6 +224,9 @@ func RPCRedisDown(t *testing.T, a, b RPCAdapter) {
 		t.Errorf("fail-closed handler ran %d times (want 1), fail-open unlocked %d (want 1)", closed.Load(), unlocked.Load())
 	}
 	e.reps[0].obs.await(t, 5*time.Second, "the Observer's Unlocked", func(r *recorder) bool { return len(r.unlocked) == 1 })
+	if err := e.reps[0].obs.unlocked[0]; !errors.Is(err, core.ErrUnavailable) {
+		t.Errorf("Unlocked told %v, want ErrUnavailable", err)
+	}
 }
 
 // RPCBadKeys: an empty id is the caller's mistake (InvalidArgument, naming
@@ -303,22 +307,39 @@ func rpcIdenticalAnswers(t *testing.T, a, b RPCAdapter, nilResponders bool) {
 }
 
 // RPCMaxHold: a call holding its lock past MaxHold (300ms) sees its
-// context end with cause core.ErrMaxHold; failing for it, it is answered
+// context end with cause core.ErrMaxHold, and keeps running: the lock stays
+// held by its token while it does, and a call waiting for the order on the
+// other replica keeps waiting. Failing for it, the call is answered
 // Aborted with a retry hint, the release-error hook hears ErrMaxHold, and
-// a call waiting for the order on the other replica is served right after
-// (TTL 30s: freed by the release, not the expiry), never beside it.
+// the waiting call is served right after (TTL 30s: freed by the release,
+// not the expiry), never beside it.
 func RPCMaxHold(t *testing.T, a, b RPCAdapter) {
-	entered, returned := newSignal(), newSignal()
+	entered, ended, proceed, returned := newSignal(), newSignal(), newSignal(), newSignal()
+	defer proceed.fire() // a failing check does not park the handler
 	var cause atomic.Value
+	var token atomic.Int64
 	var overlap atomic.Bool
 	relErr := make(chan error, 4)
 	pay := Method{Name: "Pay", Prefix: "order", Field: "value", Wait: 20 * time.Second, MaxHold: 300 * time.Millisecond,
 		ReleaseError: func(err error) { relErr <- err },
-		Handler: func(ctx context.Context, _ string, _ *core.Lease, _ bool) error {
+		Handler: func(ctx context.Context, _ string, l *core.Lease, ok bool) error {
+			defer returned.fire()
+			if !ok {
+				return errors.New("no lease")
+			}
+			token.Store(l.Token())
 			entered.fire()
-			<-ctx.Done()
-			cause.Store(context.Cause(ctx))
-			returned.fire()
+			select {
+			case <-ctx.Done():
+				cause.Store(context.Cause(ctx))
+				ended.fire()
+			case <-time.After(20 * time.Second):
+				return errors.New("the context did not end at MaxHold")
+			}
+			select { // still running past MaxHold, until the test has looked
+			case <-proceed.ch:
+			case <-time.After(20 * time.Second):
+			}
 			return ctx.Err()
 		}}
 	refund := Method{Name: "Refund", Prefix: "order", Field: "value", Wait: 20 * time.Second, // the same key
@@ -335,13 +356,24 @@ func RPCMaxHold(t *testing.T, a, b RPCAdapter) {
 	first := make(chan Reply, 1)
 	go func() { first <- e.reps[0].call.Call(ctx, "Pay", "12") }()
 	entered.wait(t, 10*time.Second, "the holder's handler")
-	next := make(chan Reply, 1)
-	go func() { next <- e.reps[1].call.Call(ctx, "Refund", "12") }()
-	r := testkit.Recv(t, first, 10*time.Second, "the holder's reply")
-	wantReply(t, "the call past its MaxHold", r, guard.CodeAborted, true)
+	ended.wait(t, 10*time.Second, "the holder's context to end at its MaxHold")
 	if c, _ := cause.Load().(error); !errors.Is(c, core.ErrMaxHold) {
 		t.Fatalf("the handler's context ended with %v, want core.ErrMaxHold", c)
 	}
+	stillHeld := func(when string) {
+		t.Helper()
+		if hd, held := e.held(ctx, "order:12"); !held || hd.Token != token.Load() {
+			t.Fatalf("past MaxHold, with the handler still running, %s: held %v token %d, want held with %d", when, held, hd.Token, token.Load())
+		}
+	}
+	stillHeld("before the next call")
+	next := make(chan Reply, 1)
+	go func() { next <- e.reps[1].call.Call(ctx, "Refund", "12") }()
+	e.reps[1].obs.await(t, 10*time.Second, "the next call on replica B to find the lock held", func(r *recorder) bool { return r.contended > 0 })
+	stillHeld("with the next call waiting")
+	proceed.fire()
+	r := testkit.Recv(t, first, 10*time.Second, "the holder's reply")
+	wantReply(t, "the call past its MaxHold", r, guard.CodeAborted, true)
 	if r := testkit.Recv(t, next, 10*time.Second, "the next call"); r.Err != nil || r.Code != guard.CodeOK {
 		t.Errorf("the next call: %d %q %v", r.Code, r.Message, r.Err)
 	}
@@ -383,9 +415,15 @@ func RPCIdleStream(t *testing.T, a, b RPCAdapter) {
 	if err := s.Send("acme"); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 10*time.Second, "the first message to take the lock", func() bool { return e.held(ctx, "tenant:acme") })
+	// The lock is held for MaxHold only: wait for the acquire's event, not
+	// for a look at Redis inside that window. Only the stream acquires on A.
+	obs := e.reps[0].obs
+	obs.await(t, 10*time.Second, "the first message to take the lock", func(r *recorder) bool { return len(r.acquired) == 1 })
+	if key := obs.acquired[0]; key != "tenant:acme" {
+		t.Fatalf("the first message took %q, want tenant:acme", key)
+	}
 	// The client stays silent, the stream open.
-	testkit.WaitFor(t, 10*time.Second, "the idle stream's lock to be freed at MaxHold", func() bool { return !e.held(ctx, "tenant:acme") })
+	testkit.WaitFor(t, 10*time.Second, "the idle stream's lock to be freed at MaxHold", func() bool { _, held := e.held(ctx, "tenant:acme"); return !held })
 	wantReply(t, "a call on the idle stream's key", e.reps[1].call.Call(ctx, "Settings", "acme"), guard.CodeOK, false)
 	wantReply(t, "the stream, ended after its bound", s.CloseAndReceive(), guard.CodeAborted, true)
 	if err := testkit.Recv(t, received, 10*time.Second, "the handler's receive"); err == nil || errors.Is(err, io.EOF) {

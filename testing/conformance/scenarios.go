@@ -173,7 +173,7 @@ func ok2(w http.ResponseWriter, body string) {
 // checkProblem checks the body of an answer: RFC 9457 problem+json with
 // the status, on every adapter under the framework's default error
 // handling.
-func checkProblem(t *testing.T, _ Adapter, r response, status int, detail string) {
+func checkProblem(t *testing.T, r response, status int, detail string) {
 	t.Helper()
 	if ct := r.header.Get("Content-Type"); ct != guard.ProblemContentType {
 		t.Errorf("Content-Type = %q, want %q", ct, guard.ProblemContentType)
@@ -221,7 +221,7 @@ func NoWait(t *testing.T, a, b Adapter) {
 		if ra := r.header.Get("Retry-After"); ra != "1" {
 			t.Errorf("duplicate %d: Retry-After = %q, want \"1\"", i, ra)
 		}
-		checkProblem(t, a, r, http.StatusConflict, "")
+		checkProblem(t, r, http.StatusConflict, "")
 	}
 	if n := calls.n.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1 (duplicates must not run)", n)
@@ -271,7 +271,7 @@ func RedisDown(t *testing.T, a, b Adapter) {
 	if ra := r.header.Get("Retry-After"); ra == "" {
 		t.Error("503 without Retry-After")
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "")
+	checkProblem(t, r, http.StatusServiceUnavailable, "")
 	if n := closedCalls.n.Load(); n != 1 {
 		t.Errorf("fail-closed handler ran with Redis down (%d calls)", n)
 	}
@@ -307,7 +307,7 @@ func BadKey(t *testing.T, a, b Adapter) {
 			t.Errorf("header %q: status %d body %q err %v, want 400", hdr, r.status, r.body, r.err)
 			continue
 		}
-		checkProblem(t, a, r, http.StatusBadRequest, "X-Tenant")
+		checkProblem(t, r, http.StatusBadRequest, "X-Tenant")
 	}
 	if n := calls.n.Load(); n != 0 {
 		t.Errorf("handler ran %d times without a key", n)
@@ -607,7 +607,7 @@ func Deadline(t *testing.T, a, b Adapter) {
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("status %d Retry-After %q body %q err %v, want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body, r.err)
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "deadline")
+	checkProblem(t, r, http.StatusServiceUnavailable, "deadline")
 	if n := calls.n.Load(); n != 0 {
 		t.Errorf("handler ran %d times", n)
 	}
@@ -674,7 +674,7 @@ func RedisFrozen(t *testing.T, a, b Adapter) {
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("fail-closed, Redis frozen, nobody holds the order: %d Retry-After %q %q, want 503 with Retry-After", r.status, r.header.Get("Retry-After"), r.body)
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "unavailable")
+	checkProblem(t, r, http.StatusServiceUnavailable, "unavailable")
 	if n := closedCalls.n.Load(); n != 1 {
 		t.Errorf("fail-closed handler ran with Redis frozen (%d calls)", n)
 	}
@@ -685,7 +685,7 @@ func RedisFrozen(t *testing.T, a, b Adapter) {
 	if r.status != http.StatusServiceUnavailable || expiredCalls.n.Load() != 0 {
 		t.Errorf("request deadline before the budget, Redis frozen: %d %q, handler ran %d times; want 503, not run", r.status, r.body, expiredCalls.n.Load())
 	}
-	checkProblem(t, a, r, http.StatusServiceUnavailable, "deadline")
+	checkProblem(t, r, http.StatusServiceUnavailable, "deadline")
 	e.srv.Resume()
 	testkit.WaitFor(t, 15*time.Second, "the service to answer again after Redis resumed", func() bool {
 		return e.do(ctx, 0, http.MethodPost, "/closed/2").status == http.StatusOK
@@ -868,13 +868,17 @@ func OptionsLocked(t *testing.T, a, b Adapter) {
 }
 
 // MaxHold: a handler that holds its lock past the route's MaxHold (300ms)
-// sees its context end with cause core.ErrMaxHold; its lock is released as
-// it returns, so a request waiting for the order on the other replica is
-// served right after it (TTL 30s: freed by the release, not the expiry),
-// never beside it, and the release-error hook hears core.ErrMaxHold.
+// sees its context end with cause core.ErrMaxHold, and keeps running: the
+// lock stays held by its token while it does, and a request waiting for the
+// order on the other replica keeps waiting. The lock is released as the
+// handler returns, so the waiting request is served right after it (TTL
+// 30s: freed by the release, not the expiry), never beside it, and the
+// release-error hook hears core.ErrMaxHold.
 func MaxHold(t *testing.T, a, b Adapter) {
-	entered, returned := newSignal(), newSignal()
+	entered, ended, proceed, returned := newSignal(), newSignal(), newSignal(), newSignal()
+	defer proceed.fire() // a failing check does not park the handler
 	var cause atomic.Value
+	var token atomic.Int64
 	var overlap atomic.Bool
 	h := func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
 		if !ok {
@@ -890,13 +894,20 @@ func MaxHold(t *testing.T, a, b Adapter) {
 			ok2(w, "next")
 			return
 		}
+		defer returned.fire()
+		token.Store(l.Token())
 		entered.fire()
 		select {
 		case <-r.Context().Done():
 			cause.Store(context.Cause(r.Context()))
+			ended.fire()
+		case <-time.After(20 * time.Second):
+			return
+		}
+		select { // still running past MaxHold, until the test has looked
+		case <-proceed.ch:
 		case <-time.After(20 * time.Second):
 		}
-		returned.fire()
 		ok2(w, "held")
 	}
 	relErr := make(chan error, 4)
@@ -906,13 +917,24 @@ func MaxHold(t *testing.T, a, b Adapter) {
 	first := make(chan response, 1)
 	go func() { first <- e.do(ctx, 0, http.MethodPost, "/orders/12/pay", "X-Hold", "1") }()
 	entered.wait(t, 10*time.Second, "the holder's handler")
-	next := make(chan response, 1)
-	go func() { next <- e.do(ctx, 1, http.MethodPost, "/orders/12/pay") }()
-	if r := testkit.Recv(t, first, 10*time.Second, "the holder's answer"); r.status != http.StatusOK {
-		t.Fatalf("holder answered %d %q", r.status, r.body)
-	}
+	ended.wait(t, 10*time.Second, "the holder's context to end at its MaxHold")
 	if c, _ := cause.Load().(error); !errors.Is(c, core.ErrMaxHold) {
 		t.Fatalf("the holder's context ended with %v, want core.ErrMaxHold", c)
+	}
+	stillHeld := func(when string) {
+		t.Helper()
+		if hd, held := e.held("order:12"); !held || hd.Token != token.Load() {
+			t.Fatalf("past MaxHold, with the handler still running, %s: held %v token %d, want held with %d", when, held, hd.Token, token.Load())
+		}
+	}
+	stillHeld("before the next request")
+	next := make(chan response, 1)
+	go func() { next <- e.do(ctx, 1, http.MethodPost, "/orders/12/pay") }()
+	e.reps[1].obs.await(t, 10*time.Second, "the next request on replica B to find the lock held", func(r *recorder) bool { return r.contended > 0 })
+	stillHeld("with the next request waiting")
+	proceed.fire()
+	if r := testkit.Recv(t, first, 10*time.Second, "the holder's answer"); r.status != http.StatusOK {
+		t.Fatalf("holder answered %d %q", r.status, r.body)
 	}
 	if r := testkit.Recv(t, next, 10*time.Second, "the next request"); r.status != http.StatusOK || r.body != "next" {
 		t.Fatalf("the next request: %d %q %v", r.status, r.body, r.err)
