@@ -117,7 +117,7 @@ func routed(c *echo.Context) bool {
 }
 
 // Lease returns the lease the request holds: false when the middleware did
-// not lock this request (skipped, unmatched route, CORS preflight, fail-open).
+// not lock this request (skipped, unmatched route, fail-open).
 func Lease(c *echo.Context) (*core.Lease, bool) {
 	if c == nil || c.Request() == nil {
 		return nil, false

@@ -12,9 +12,10 @@
 // const, param, header, query and cookie. "const:order,param:id" gives
 // exactly "order:42", the key gin and gRPC build from the same parts.
 // KeyFunc returns a whole key instead (used verbatim). The route template
-// (c.Path()) is only the telemetry name; a request that matched no route and
-// a CORS preflight (OPTIONS with Origin and Access-Control-Request-Method)
-// pass through unlocked; any other OPTIONS is locked like any method.
+// (c.Path()) is only the telemetry name; a request that matched no route
+// passes through unlocked; every other is locked, whatever its method and
+// headers: a CORS preflight too, so put echo's CORS middleware in front,
+// with e.Use, to answer preflights without the lock.
 //
 // The middleware waits on the request's context, then calls the handler with
 // the request's context replaced by one that carries the lease (Lease(c),

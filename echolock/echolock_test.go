@@ -100,8 +100,9 @@ func TestConfigErrors(t *testing.T) {
 var _ = echolock.Config{Skipper: middleware.Skipper(middleware.DefaultSkipper)}
 
 // With e.Use or a group's Use: a request that matches no route (404, 405,
-// a group's catch-all) and a CORS preflight pass through unlocked instead
-// of failing on the missing :id; the Skipper skips.
+// a group's catch-all) passes through unlocked instead of failing on the
+// missing :id, a CORS preflight is locked like any request, and the Skipper
+// skips.
 func TestPassThrough(t *testing.T) {
 	client := newClient(t)
 	e := echo.New()
@@ -119,7 +120,7 @@ func TestPassThrough(t *testing.T) {
 		{http.MethodGet, "/items/1", "", 200, "item:1"},
 		{http.MethodGet, "/nowhere", "", 404, "Not Found"},
 		{http.MethodDelete, "/items/1", "", 405, "Method Not Allowed"},
-		{http.MethodOptions, "/items/1", "", 200, "item:1"}, // not a CORS preflight: locked
+		{http.MethodOptions, "/items/1", "", 200, "item:1"},
 		{http.MethodGet, "/items/1", "yes", 200, "-"},
 		{http.MethodGet, "/g/items/2", "", 200, "g:2"}, // inside e.Use's item:2 lock: Lease is the innermost
 		{http.MethodGet, "/g/nowhere/at/all", "", 404, "Not Found"},
@@ -130,8 +131,8 @@ func TestPassThrough(t *testing.T) {
 		}
 	}
 	w := serve(e, http.MethodOptions, "/items/1", "Origin", "https://app.example", "Access-Control-Request-Method", "POST")
-	if w.Code != 200 || w.Body.String() != "-" {
-		t.Errorf("CORS preflight: %d %q, want 200 \"-\" (unlocked)", w.Code, w.Body.String())
+	if w.Code != 200 || w.Body.String() != "item:1" {
+		t.Errorf("CORS preflight: %d %q, want 200 \"item:1\" (locked)", w.Code, w.Body.String())
 	}
 }
 

@@ -10,8 +10,9 @@
 // The key names the resource ("order:42", joined by core.JoinKey, so echo
 // and gRPC build the same string from the same parts); the route template
 // (c.FullPath()) is only the telemetry name. A request that matched no route
-// and a CORS preflight (OPTIONS with Origin and Access-Control-Request-Method)
-// pass through unlocked; any other OPTIONS is locked like any method.
+// passes through unlocked; every other is locked, whatever its method and
+// headers: a CORS preflight too, so put the CORS middleware (gin-contrib/cors)
+// in front, with r.Use, to answer preflights without the lock.
 //
 // The middleware waits on c.Request.Context() (Wait, default 10s, or NoWait),
 // then runs the rest of the chain with c.Request's context replaced by one

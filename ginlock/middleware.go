@@ -43,8 +43,8 @@ type middleware struct {
 
 func (m *middleware) handle(c *gin.Context) {
 	name := c.FullPath()
-	if name == "" || guard.Preflight(c.Request.Method, c.Request.Header) || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
-		c.Next() // no matched route, CORS preflight, or skipped: nothing to lock
+	if name == "" || (m.cfg.skipper != nil && m.cfg.skipper(c)) {
+		c.Next() // no matched route, or skipped (the server's choice): nothing to lock
 		return
 	}
 	req := c.Request
@@ -80,7 +80,7 @@ func (m *middleware) stop(c *gin.Context, h *guard.Hold) {
 }
 
 // Lease returns the lease the request holds: false when the middleware did
-// not lock this request (skipped, unmatched route, CORS preflight, fail-open).
+// not lock this request (skipped, unmatched route, fail-open).
 func Lease(c *gin.Context) (*core.Lease, bool) {
 	if c == nil || c.Request == nil {
 		return nil, false

@@ -35,8 +35,11 @@
 // status, a Retry-After and a problem document, with the same headers on
 // every adapter (Answer.SetHeaders); RPCCode maps it to an RPC code
 // numbered as gRPC and connect number theirs, and Rejection carries the
-// message and the retry hint. Preflight is the one rule of which requests
-// pass unlocked (a CORS preflight), SafeMethod which take the read side.
+// message and the retry hint. SafeMethod says which methods take the read
+// side. No request passes a lock unlocked by what it carries: a method, a
+// header (a CORS preflight's Origin and Access-Control-Request-Method are
+// any client's to send) or a spelling; skipping is the server's choice
+// alone (a Skipper).
 //
 // A middleware configured by a struct of fields whose answers return an
 // error (echo's Config; fiber's, hertz's) declares its Config as

@@ -151,17 +151,6 @@ func CookieValue(raw string) (string, error) {
 	return v, nil
 }
 
-// Preflight reports whether a request is a CORS preflight: OPTIONS with
-// an Origin and an Access-Control-Request-Method header (the Fetch
-// standard's definition). Only a preflight passes a lock unlocked: it asks
-// whether a request may be sent and runs no handler of the resource. Any
-// other OPTIONS reaching a locked handler is locked like any method, or a
-// client could run a method-agnostic handler beside the lock's holder by
-// sending OPTIONS.
-func Preflight(method string, h http.Header) bool {
-	return method == http.MethodOptions && h.Get("Origin") != "" && h.Get("Access-Control-Request-Method") != ""
-}
-
 // SafeMethod reports whether an HTTP method takes the read side when the
 // side is chosen by method (Config.SideByMethod): GET and HEAD. Every other
 // method, OPTIONS included, takes the write side: a handler registered for

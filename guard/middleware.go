@@ -171,14 +171,12 @@ func NewMiddleware[C any](c MiddlewareConfig[C], rd HTTPReader[C], log Middlewar
 }
 
 // Skip reports whether c passes through unlocked: it matched no route of
-// its own (routed false; only the framework knows), it is a CORS preflight
-// (Preflight), or the Skipper skips it. The Skipper is asked last.
+// its own (routed false; only the framework knows), or the Skipper, the
+// server's choice, skips it. Nothing the request carries exempts it: a CORS
+// preflight is locked like any request (a CORS middleware in front of the
+// lock answers it before it gets here).
 func (m *Middleware[C]) Skip(c C, routed bool) bool {
-	if !routed {
-		return true
-	}
-	r := m.rd.Request(c)
-	return Preflight(r.Method, r.Header) || (m.cfg.Skipper != nil && m.cfg.Skipper(c))
+	return !routed || (m.cfg.Skipper != nil && m.cfg.Skipper(c))
 }
 
 // SetToken sets the TokenHeader of hdr, the response's headers, to h's

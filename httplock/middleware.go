@@ -52,8 +52,8 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if guard.Preflight(r.Method, r.Header) || (m.cfg.skipper != nil && m.cfg.skipper(r)) {
-		m.next.ServeHTTP(w, r) // CORS preflight, or skipped: nothing to lock
+	if m.cfg.skipper != nil && m.cfg.skipper(r) {
+		m.next.ServeHTTP(w, r) // skipped, the server's choice: nothing to lock
 		return
 	}
 	h := m.p.Acquire(r.Context(), r, m.cfg.name(r), r.Method)
@@ -83,7 +83,7 @@ func (m *middleware) stop(w http.ResponseWriter, r *http.Request, h *guard.Hold)
 }
 
 // Lease returns the lease the request holds: false when the middleware did
-// not lock this request (skipped, CORS preflight, fail-open).
+// not lock this request (skipped, fail-open).
 func Lease(r *http.Request) (*core.Lease, bool) {
 	if r == nil {
 		return nil, false

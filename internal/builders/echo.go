@@ -46,7 +46,7 @@ func buildEcho(t testing.TB, client *core.Client, toMiddleware func(echolock.Con
 			return nil
 		}
 		if rt.Group == "" {
-			e.Add(rt.Method, rt.Path, final, mw)
+			e.Add(rt.Method, rt.Path, final, echoChain(rt, mw)...)
 		} else {
 			e.Group(rt.Group, mw).Add(rt.Method, rt.Path, final)
 		}

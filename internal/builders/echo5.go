@@ -40,7 +40,7 @@ func buildEcho5(t testing.TB, client *core.Client, routes ...conformance.Route) 
 		}
 		switch rt.Group {
 		case "":
-			e.Add(rt.Method, rt.Path, handle, mw)
+			e.Add(rt.Method, rt.Path, handle, echo5Chain(rt, mw)...)
 		default:
 			e.Group(rt.Group, mw).Add(rt.Method, rt.Path, handle)
 		}

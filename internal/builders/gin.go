@@ -44,7 +44,7 @@ func buildGin(t testing.TB, client *core.Client, routes ...conformance.Route) ht
 			e.Group(rt.Group, lock).Handle(rt.Method, rt.Path, final)
 			continue
 		}
-		e.Handle(rt.Method, rt.Path, lock, final)
+		e.Handle(rt.Method, rt.Path, ginChain(rt, lock, final)...)
 	}
 	return e
 }

@@ -32,10 +32,11 @@ var httpOptions = optionSet[httplock.Option, httplock.Part]{
 	},
 }
 
-// httplockOf builds the lock middleware of rt and the handler behind it.
-func httplockOf(t testing.TB, client *core.Client, rt conformance.Route) http.Handler {
+// httplockOf builds the lock middleware of rt and the handler behind it,
+// with rt's CORS middleware, cors, in its place.
+func httplockOf(t testing.TB, client *core.Client, rt conformance.Route, cors func(http.Handler) http.Handler) http.Handler {
 	h := rt.Handler
-	return httplock.New(client, httpOptions.options(t, rt)...)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httpCORS(rt, cors, httplock.New(client, httpOptions.options(t, rt)...), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l, ok := httplock.Lease(r)
 		h(w, r, l, ok)
 	}))
@@ -45,7 +46,7 @@ func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route)
 	mux := http.NewServeMux()
 	for _, rt := range routes {
 		// ServeMux has no groups: the lock wraps each route, after routing.
-		mux.Handle(rt.Method+" "+rt.Group+conformance.BracePath(rt.Path), httplockOf(t, client, rt))
+		mux.Handle(rt.Method+" "+rt.Group+conformance.BracePath(rt.Path), httplockOf(t, client, rt, rsCORS))
 	}
 	return recoverer(mux)
 }
@@ -53,7 +54,7 @@ func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route)
 func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
 	r := chi.NewRouter()
 	for _, rt := range routes {
-		lock := httplockOf(t, client, rt)
+		lock := httplockOf(t, client, rt, chiCORS)
 		if rt.Group != "" {
 			r.Route(rt.Group, func(g chi.Router) { g.Method(rt.Method, conformance.BracePath(rt.Path), lock) })
 			continue

@@ -21,8 +21,9 @@
 // handler holds and while its request waits, a panicking handler, a handler
 // outliving 3×TTL and losing its lock (reported to the release-error hook),
 // deadlines, the fencing token header, misconfiguration, graceful shutdown
-// and Close with requests holding and waiting, OPTIONS locked unless a CORS
-// preflight, identical answer headers for each outcome (also with every
+// and Close with requests holding and waiting, every OPTIONS locked (a
+// forged CORS preflight too, with the framework's CORS middleware before
+// and after the lock: Route.CORS), identical answer headers for each outcome (also with every
 // On* responder set and then set to nil: the default answer), MaxHold ending the
 // handler's context and freeing the lock, the route's key, the kinds of
 // lock (Limit, read/write, several keys), and core.MaxWaiters given through

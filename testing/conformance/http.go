@@ -62,7 +62,36 @@ type Route struct {
 	// are left nil): a nil responder means the default answer in every
 	// adapter, so the route answers as if it had none.
 	NilResponders bool
-	Handler       Handler
+	// CORS, when set, puts the framework's common CORS middleware on the
+	// route, before the lock or after it (gin: gin-contrib/cors; echo: its
+	// middleware.CORS; net/http: rs/cors; chi: go-chi/cors), allowing
+	// CORSOrigin, and configured to pass OPTIONS on to the handler where it
+	// can (OptionsPassthrough): whatever it passes on must be locked.
+	CORS    CORSPlace
+	Handler Handler
+}
+
+// CORSOrigin is the origin a Route's CORS middleware allows.
+const CORSOrigin = "https://app.example"
+
+// CORSPlace is where a Route's CORS middleware runs, relative to the lock.
+type CORSPlace uint8
+
+// CORS placements.
+const (
+	CORSNone   CORSPlace = iota
+	CORSBefore           // the CORS middleware runs first (the place the docs advise)
+	CORSAfter            // the lock runs first
+)
+
+func (p CORSPlace) String() string {
+	switch p {
+	case CORSBefore:
+		return "CORS before the lock"
+	case CORSAfter:
+		return "CORS after the lock"
+	}
+	return "no CORS middleware"
 }
 
 // RW is which side of a read/write lock a route takes.

@@ -27,7 +27,8 @@ func Run(t *testing.T, a Adapter) {
 		{"limit admits n and answers 429", Limit},
 		{"reads share, writes exclude", ReadWrite},
 		{"several keys, all or nothing, any order", MultiKey},
-		{"OPTIONS is locked unless a CORS preflight", OptionsLocked},
+		{"every OPTIONS is locked, a forged preflight too", OptionsLocked},
+		{"behind a CORS middleware, before or after the lock", CORSPreflights},
 		{"one cookie, any spelling, one key", CookieOneKey},
 		{"MaxHold ends the handler's context and frees the lock", MaxHold},
 		{"identical answers for each outcome", IdenticalAnswers},
@@ -49,6 +50,7 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("reads and writes "+a.Name+"+"+b.Name, func(t *testing.T) { ReadWrite(t, a, b) })
 	t.Run("several keys "+a.Name+"+"+b.Name, func(t *testing.T) { MultiKey(t, a, b) })
 	t.Run("OPTIONS locked "+a.Name+"+"+b.Name, func(t *testing.T) { OptionsLocked(t, a, b) })
+	t.Run("CORS preflights "+a.Name+"+"+b.Name, func(t *testing.T) { CORSPreflights(t, a, b) })
 	t.Run("cookie one key "+a.Name+"+"+b.Name, func(t *testing.T) { CookieOneKey(t, a, b) })
 	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHold(t, a, b) })
 	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { IdenticalAnswers(t, a, b) })
