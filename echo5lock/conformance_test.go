@@ -10,7 +10,7 @@ import (
 // The behaviour every HTTP adapter shares, on echo v5.
 func TestConformance(t *testing.T) { conformance.Run(t, builders.Echo5) }
 
-// Any valid percent-encoding of an id gives the key of the id, decoded once.
+// Any valid percent-encoding of an id gives the key of the id, decoded to its end.
 func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Echo5) }
 
 // A hostile client's distinct methods, paths and keys leave no trace.

@@ -51,10 +51,10 @@
 // replace them. Nothing is returned for a client that went away while
 // waiting (499 is recorded as the status for the access log).
 //
-// Path values are decoded once: echo v5 hands them over escaped when it
-// routed on the raw path, unless the router was built with
-// UnescapePathParamValues, and the middleware tells the two apart, so the
-// key is the id's whatever its spelling ("order:42").
+// Path values are decoded to their end (guard.ParamValue): echo v5 hands
+// them over escaped when it routed on the raw path, unless the router was
+// built with UnescapePathParamValues, and the key is the id's either way,
+// whatever its spelling ("order:42").
 //
 // echolock is the same middleware for echo v4.
 package echo5lock

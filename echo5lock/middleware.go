@@ -1,7 +1,6 @@
 package echo5lock
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v5"
@@ -25,11 +24,6 @@ func NewWithConfig(config Config) echo.MiddlewareFunc {
 // ToMiddleware checks the configuration and returns the middleware. Its
 // errors match core.ErrInvalidOption.
 func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
-	if layoutErr != nil {
-		// Path values could not be decoded exactly once: keys would split
-		// by spelling.
-		return nil, fmt.Errorf("cannot read echo's routing settings (this version of echo is not one echo5lock knows): %w", layoutErr)
-	}
 	m, err := guard.NewMiddleware(guard.MiddlewareConfig[*echo.Context](config), reader{}, logger{})
 	if err != nil {
 		return nil, err
@@ -40,10 +34,7 @@ func (config Config) ToMiddleware() (echo.MiddlewareFunc, error) {
 // reader reads echo v5's request for the key parts of package guard.
 type reader struct{}
 
-func (reader) Param(c *echo.Context, name string) (string, bool, bool) {
-	v, ok := c.PathValues().Get(name)
-	return v, ok && valuesEscaped(c), ok
-}
+func (reader) Param(c *echo.Context, name string) (string, bool) { return c.PathValues().Get(name) }
 
 func (reader) Route(c *echo.Context) (string, []string) {
 	pv := c.PathValues()

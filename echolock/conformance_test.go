@@ -12,7 +12,7 @@ import (
 // The behaviour every HTTP adapter shares, on echo v4.
 func TestConformance(t *testing.T) { conformance.Run(t, builders.Echo) }
 
-// Any valid percent-encoding of an id gives the key of the id, decoded once.
+// Any valid percent-encoding of an id gives the key of the id, decoded to its end.
 func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.Echo) }
 
 // A hostile client's distinct methods, paths and keys leave no trace: the

@@ -37,10 +37,11 @@
 // (the rest) replace them. Nothing is returned for a client that went away
 // while waiting (499 is recorded as the status for the access log).
 //
-// Path parameters are decoded once: echo hands them over still escaped when
-// the request's path had escapes it routed on (/orders/%34%32 gives "%34%32"
-// to c.Param), and the middleware decodes them, so the key is the id's
-// whatever its spelling ("order:42"), the key gin builds.
+// Path parameters are decoded to their end (guard.ParamValue): echo hands
+// them over still escaped when the request's path had escapes it routed on
+// (/orders/%34%32 gives "%34%32" to c.Param), and the middleware decodes
+// them, so the key is the id's whatever its spelling ("order:42"), the key
+// gin builds.
 //
 // echo5lock is the same middleware for echo v5.
 package echolock

@@ -42,20 +42,20 @@ func (config Config) build() (*lockMiddleware, error) {
 
 // reader reads echo v4's request for the key parts of package guard. echo
 // routes on the raw path when the request's path has escapes of its own
-// (URL.RawPath set) and hands its parameters over still escaped: they are
-// decoded once by guard.ParamValue.
+// (URL.RawPath set) and hands its parameters over still escaped:
+// guard.ParamValue decodes them.
 type reader struct{}
 
-func (reader) Param(c echo.Context, name string) (string, bool, bool) {
+func (reader) Param(c echo.Context, name string) (string, bool) {
 	for i, n := range c.ParamNames() {
 		if n == name {
 			if vs := c.ParamValues(); i < len(vs) {
-				return vs[i], c.Request().URL.RawPath != "", true
+				return vs[i], true
 			}
-			return "", false, true
+			return "", true
 		}
 	}
-	return "", false, false
+	return "", false
 }
 
 func (reader) Route(c echo.Context) (string, []string) { return c.Path(), c.ParamNames() }

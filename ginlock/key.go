@@ -16,10 +16,7 @@ type Part struct{ p guard.Part[*gin.Context] }
 // reader reads gin's request for the key parts of package guard.
 type reader struct{}
 
-func (reader) Param(c *gin.Context, name string) (string, bool, bool) {
-	v, ok := c.Params.Get(name)
-	return v, ok && paramsEscaped(c), ok
-}
+func (reader) Param(c *gin.Context, name string) (string, bool) { return c.Params.Get(name) }
 
 func (reader) Route(c *gin.Context) (string, []string) {
 	names := make([]string, len(c.Params))

@@ -23,11 +23,6 @@ func New(client *core.Client, opts ...Option) gin.HandlerFunc {
 	cfg.guard.Misconfigured = func(_ *gin.Context, route string, err error) {
 		cfg.logger.Error("ginlock: the route's lock is misconfigured: every request is answered 500", "route", route, "error", err)
 	}
-	if layoutErr != nil {
-		// Path parameters could not be decoded exactly once: keys would
-		// split by spelling.
-		panic("ginlock: New: cannot read gin's routing settings (this version of gin is not one ginlock knows): " + layoutErr.Error())
-	}
 	p, err := guard.New(cfg.guard)
 	if err != nil {
 		panic("ginlock: New: " + err.Error())

@@ -20,9 +20,7 @@ import (
 // every call, and says why once per method, through gRPC's logger
 // (grpclog).
 func TestMisconfigurationIsLoggedOncePerMethod(t *testing.T) {
-	logs := &testkit.Logs{}
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, logs))
-	t.Cleanup(func() { grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)) })
+	logs := captureGRPCLog(t)
 	srv := redistest.Start(t)
 	cl := serve(t, &service{}, unary(newClient(t, srv), grpclock.Key(grpclock.Const("acct"), grpclock.Field("account"))))
 	ctx := testkit.Context(t, 30*time.Second)
@@ -37,4 +35,13 @@ func TestMisconfigurationIsLoggedOncePerMethod(t *testing.T) {
 			t.Errorf("%s logged %d times, want once: %d lines", method, n, logs.Count())
 		}
 	}
+}
+
+// captureGRPCLog collects what gRPC's logger (grpclog) says at level Error
+// until t ends.
+func captureGRPCLog(t *testing.T) *testkit.Logs {
+	logs := &testkit.Logs{}
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, logs))
+	t.Cleanup(func() { grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard)) })
+	return logs
 }

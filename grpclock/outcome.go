@@ -32,7 +32,7 @@ type Rejection = guard.Rejection
 //	OutcomeUnavailable                codes.Unavailable, RetryInfo detail (RetryAfter)
 //	OutcomeClosed                     codes.Unavailable, RetryInfo detail (the Client was closed)
 //	OutcomeBadKey                     codes.InvalidArgument, naming the missing part
-//	OutcomeMisconfigured              codes.Internal, saying what is wrong with the server
+//	OutcomeMisconfigured              codes.Internal, naming the method only (the detail is logged)
 //	OutcomeCanceled                   status.FromContextError: codes.Canceled
 //	OutcomeDeadline                   status.FromContextError: codes.DeadlineExceeded
 //	OutcomeLost                       codes.Aborted, RetryInfo detail (RetryAfter)

@@ -229,14 +229,15 @@ func TestUnaryKeySourceErrors(t *testing.T) {
 			return &testpb.PayResponse{}, nil
 		},
 	}
+	logs := captureGRPCLog(t)
 	def := serve(t, svc, unary(c))
 	md := serve(t, svc, unary(c, grpclock.Key(grpclock.Const("tenant"), grpclock.Metadata("X-Tenant"))))
 	ctx := testkit.Context(t, 20*time.Second)
 
 	_, err := def.Pay(ctx, &testpb.PayRequest{OrderId: "1"})
 	st := wantCode(t, err, codes.Internal)
-	if !strings.Contains(st.Message(), "no LockKey() method") || !strings.Contains(st.Message(), testpb.Test_Pay_FullMethodName) {
-		t.Fatalf("message %q does not say what is missing", st.Message())
+	if strings.Contains(st.Message(), "no LockKey() method") || !strings.Contains(st.Message(), testpb.Test_Pay_FullMethodName) || logs.Count("no LockKey() method") != 1 {
+		t.Fatalf("message %q, or the log (%d lines), does not say what is missing only to the server", st.Message(), logs.Count())
 	}
 	_, err = def.PayKeyed(ctx, &testpb.KeyedRequest{})
 	st = wantCode(t, err, codes.InvalidArgument)

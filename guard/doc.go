@@ -26,8 +26,9 @@
 //
 // Key parts: Const and Func for any request type; Param, Header, Query and
 // Cookie read an HTTP request through the adapter's HTTPReader, each with
-// one decoding rule (ParamValue: decoded exactly once; CookieValue:
-// percent-decoded once, '+' a space); NewPart adds a protocol's own
+// one decoding rule (ParamValue: decoded until no escape is left;
+// CookieValue: percent-decoded once, '+' a space), and every value one
+// validation (CheckValue: no control character); NewPart adds a protocol's own
 // source. Join joins parts with core.JoinKey, Verbatim takes a whole key,
 // RouteKey keys by the matched route.
 //

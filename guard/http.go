@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/lockkit/lockkit/core"
 )
@@ -19,12 +20,11 @@ import (
 type HTTPReader[R any] interface {
 	// Request is r's *http.Request.
 	Request(r R) *http.Request
-	// Param returns the path parameter name of the matched route as the
-	// framework holds it; escaped says the value is still percent-encoded
-	// (the framework routed on the escaped path and did not decode it), so
-	// ParamValue decodes it once. ok is false when the matched route has no
-	// such parameter.
-	Param(r R, name string) (value string, escaped, ok bool)
+	// Param returns the path parameter name of the matched route exactly as
+	// the framework hands it to the handler, escaped or not, whatever
+	// middleware rewrote the path it routed on: ParamValue decodes it
+	// either way. ok is false when the matched route has no such parameter.
+	Param(r R, name string) (value string, ok bool)
 	// Route returns the matched route's template ("/orders/:id/pay"), ""
 	// when the request matched no route, and the names of its path
 	// parameters in route order (KeyFromRoute).
@@ -36,16 +36,16 @@ type HTTPReader[R any] interface {
 // request (400). Every HTTP adapter returns it.
 var ErrNoRouteParam = fmt.Errorf("%w: the matched route has no such path parameter", core.ErrKeyConfig)
 
-// Param is the path parameter name of the matched route, decoded exactly
-// once (ParamValue): Param(rd, "id") for "/orders/:id/pay" or
+// Param is the path parameter name of the matched route, as the handler
+// reads it, decoded by ParamValue: Param(rd, "id") for "/orders/:id/pay" or
 // "/orders/{id}/pay". A route without it is ErrNoRouteParam.
 func Param[R any](rd HTTPReader[R], name string) Part[R] {
 	return NewPart("param", name, func(r R) (string, error) {
-		v, escaped, ok := rd.Param(r, name)
+		v, ok := rd.Param(r, name)
 		if !ok {
 			return "", fmt.Errorf("%w: %q", ErrNoRouteParam, name)
 		}
-		return ParamValue(v, escaped)
+		return ParamValue(v)
 	})
 }
 
@@ -73,7 +73,7 @@ func Cookie[R any](rd HTTPReader[R], name string) Part[R] {
 }
 
 // RouteKey is the key of the matched route: its template, then the value
-// of every path parameter in route order, each a part decoded once
+// of every path parameter in route order, each a part decoded by ParamValue
 // (KeyFromRoute in every adapter). Identical requests share it; other routes
 // or parameters do not.
 func RouteKey[R any](rd HTTPReader[R]) Key[R] {
@@ -92,40 +92,47 @@ func RouteKey[R any](rd HTTPReader[R]) Key[R] {
 }
 
 // ErrParamValue is the error (400) of a path parameter that cannot name a
-// resource: a control character, or an escape that does not decode.
+// resource: one still percent-encoded after MaxParamDecodes decodings.
 var ErrParamValue = errors.New("path parameter is not a valid resource id")
+
+// MaxParamDecodes bounds how many times ParamValue decodes a path
+// parameter, so that a client's "%252525..." costs a bounded amount of work.
+const MaxParamDecodes = 8
 
 // ParamValue is the one rule every HTTP adapter applies to a path parameter
 // before it becomes a key part, so the same resource gets the same key
-// whatever framework serves it and however the client spelled its id:
+// whatever framework serves it, whatever middleware rewrote the path it
+// routed on, and however the client spelled its id:
 //
-//   - The value is decoded exactly once. gin and net/http's PathValue hand
-//     it over decoded; echo and chi hand it over still escaped when the
-//     request path had escapes they routed on (escaped is then true).
-//     "%34%32" and "42" are one id, and so are "%c3%a9" and "%C3%A9";
-//     "%2525" is the id "%25", never "%".
+//   - The value is percent-decoded until no escape is left (at most
+//     MaxParamDecodes times; a value still encoded then is refused with
+//     ErrParamValue, 400). Frameworks hand a parameter over decoded (gin,
+//     net/http's ServeMux) or still escaped (echo, chi, when the path had
+//     escapes they routed on), and a path middleware (chi's CleanPath,
+//     URLFormat, StripSlashes) changes which, per request: a value decoded
+//     to its end is the same whichever the framework did. So "%34%32" and
+//     "42" are one id, and so are "%c3%a9" and "%C3%A9". The price is that
+//     spellings a handler tells apart can share a key ("%2525", "%25" and
+//     "%" are one id here): more exclusion, never less. A '%' that starts
+//     no escape ("100%") is part of the id.
 //   - An encoded slash is part of the id: "a%2Fb" is the id "a/b". gin does
 //     not route such a request to a one-segment parameter at all (404);
 //     echo, chi and net/http's ServeMux do, and the id is "a/b" there.
-//   - A control character (U+0000–U+001F, U+007F) in the decoded id is
-//     refused with 400: no resource id contains one, and it would reach logs
-//     and keys unescaped.
 //
 // Nothing else is normalised: case, Unicode forms and invalid UTF-8 are
 // kept byte for byte, so "ABC" and "abc", or "é" composed and decomposed,
-// are different ids (as they are different ids to a handler).
-func ParamValue(v string, escaped bool) (string, error) {
-	if escaped {
+// are different ids (as they are different ids to a handler). A control
+// character in the id is refused with every other key value's (Join).
+func ParamValue(v string) (string, error) {
+	for i := 0; strings.IndexByte(v, '%') >= 0; i++ {
 		d, err := url.PathUnescape(v)
 		if err != nil {
-			return "", fmt.Errorf("%w: bad escape", ErrParamValue)
+			break // a '%' that starts no escape: part of the id
+		}
+		if i == MaxParamDecodes {
+			return "", fmt.Errorf("%w: still percent-encoded after %d decodings", ErrParamValue, MaxParamDecodes)
 		}
 		v = d
-	}
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c == 0x7f {
-			return "", fmt.Errorf("%w: control character at byte %d", ErrParamValue, i)
-		}
 	}
 	return v, nil
 }

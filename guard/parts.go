@@ -70,8 +70,9 @@ type Key[R any] struct {
 // Join is the key of parts, their values joined by core.JoinKey. Every part
 // is required: a missing or empty one is a *core.KeyPartError naming it
 // (the caller's mistake, core.ErrInvalidKey), or, when the part's error
-// matches core.ErrKeyConfig, the server's. Join without parts is a
-// configuration mistake New reports.
+// matches core.ErrKeyConfig, the server's; so is one with a control
+// character (CheckValue). Join without parts is a configuration mistake New
+// reports.
 func Join[R any](parts ...Part[R]) Key[R] {
 	ps := append([]Part[R](nil), parts...)
 	return Key[R]{build: func(r R) (string, error) { return joinParts(r, ps) }, empty: len(ps) == 0}
@@ -96,6 +97,9 @@ func Verbatim[R any](name string, f func(R) (string, error)) Key[R] {
 		case key == "":
 			return "", &core.KeyPartError{Source: "func", Name: name, Reason: "missing or empty"}
 		}
+		if err := CheckValue(key); err != nil {
+			return "", &core.KeyPartError{Source: "func", Name: name, Reason: "invalid", Err: err}
+		}
 		return key, nil
 	}}
 }
@@ -103,12 +107,40 @@ func Verbatim[R any](name string, f func(R) (string, error)) Key[R] {
 // KeyFunc is a key f builds itself, its errors kept as they are: f says
 // whose mistake a failure is, with an error matching core.ErrInvalidKey
 // (the caller's: 400 / InvalidArgument) or core.ErrKeyConfig (the server's:
-// 500 / Internal). An RPC message's LockKey() is one.
+// 500 / Internal). An RPC message's LockKey() is one. A key with a control
+// character is the caller's mistake (CheckValue).
 func KeyFunc[R any](f func(R) (string, error)) Key[R] {
 	if f == nil {
 		panic("lockkit: KeyFunc(nil)")
 	}
-	return Key[R]{build: f}
+	return Key[R]{build: func(r R) (string, error) {
+		key, err := f(r)
+		if err == nil {
+			if err = CheckValue(key); err != nil {
+				err = &core.KeyPartError{Source: "func", Name: "KeyFunc", Reason: "invalid", Err: err}
+			}
+		}
+		return key, err
+	}}
+}
+
+// ErrControlChar is the error (400 / InvalidArgument, inside a
+// *core.KeyPartError) of a key value with a control character.
+var ErrControlChar = errors.New("a control character (U+0000-U+001F, U+007F) cannot be part of a lock key")
+
+// CheckValue is the one validation of what a request puts in a lock key,
+// whatever its source (a path parameter, a header, a query value, a cookie,
+// RPC metadata, a message field, a key function's result): a control
+// character (U+0000–U+001F, U+007F) is refused. No resource id holds one,
+// and it would reach logs and Redis keys unescaped. The error names the
+// byte's position, never the value, which may be a secret (a cookie).
+func CheckValue(v string) error {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: at byte %d", ErrControlChar, i)
+		}
+	}
+	return nil
 }
 
 // Alone marks k as a request's whole key, which no other key may join
@@ -146,6 +178,9 @@ func joinParts[R any](r R, parts []Part[R]) (string, error) {
 		}
 		if v == "" {
 			return "", &core.KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: "missing or empty"}
+		}
+		if err := CheckValue(v); err != nil {
+			return "", &core.KeyPartError{Index: i, Source: p.Source, Name: p.Name, Reason: "invalid", Err: err}
 		}
 		vals[i] = v
 	}

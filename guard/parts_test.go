@@ -40,9 +40,9 @@ func (mapReader) Request(r req) *http.Request {
 	return hr
 }
 
-func (mapReader) Param(r req, n string) (string, bool, bool) {
+func (mapReader) Param(r req, n string) (string, bool) {
 	v, ok := r["param:"+n]
-	return v, r["escaped"] != "", ok
+	return v, ok
 }
 
 func (mapReader) Route(r req) (string, []string) {
@@ -99,7 +99,7 @@ func TestParseKeyRefuses(t *testing.T) {
 // wrote it: the caller's is ErrInvalidKey, the server's ErrKeyConfig,
 // never both.
 func TestPartErrors(t *testing.T) {
-	r := req{"param:id": "", "header:X-Tenant": "acme", "param:bad": "%zz", "escaped": "1"}
+	r := req{"param:id": "", "header:X-Tenant": "acme", "param:deep": "%25252525252525252541", "header:X-Nl": "a\nb", "query:q": "a\x00b", "cookie:c": "a%0Ab"}
 	for _, tc := range []struct {
 		spec string
 		kind core.Outcome
@@ -108,7 +108,10 @@ func TestPartErrors(t *testing.T) {
 		{"const:order,param:id", core.OutcomeBadKey, `param "id" is missing or empty`},
 		{"const:order,header:X-Other", core.OutcomeBadKey, `header "X-Other"`},
 		{"const:order,param:nope", core.OutcomeMisconfigured, "no such path parameter"},
-		{"param:bad", core.OutcomeBadKey, "bad escape"},
+		{"param:deep", core.OutcomeBadKey, "still percent-encoded after 8 decodings"},
+		{"const:order,header:X-Nl", core.OutcomeBadKey, `header "X-Nl" is invalid: a control character`},
+		{"const:order,query:q", core.OutcomeBadKey, `query "q" is invalid: a control character`},
+		{"const:order,cookie:c", core.OutcomeBadKey, `cookie "c" is invalid: a control character (U+0000-U+001F, U+007F) cannot be part of a lock key: at byte 1`},
 	} {
 		_, err := build(t, tc.spec, r)
 		bad, conf := errors.Is(err, core.ErrInvalidKey), errors.Is(err, core.ErrKeyConfig)
@@ -216,9 +219,9 @@ func FuzzKeyBuilder(f *testing.F) {
 			h, q, k string
 			err     error
 		}{{h1, q1, k1, err1}, {h2, q2, k2, err2}} {
-			if c.h == "" || c.q == "" {
+			if c.h == "" || c.q == "" || guard.CheckValue(c.h) != nil || guard.CheckValue(c.q) != nil {
 				if !errors.Is(c.err, core.ErrInvalidKey) {
-					t.Fatalf("empty part gave key %q, %v", c.k, c.err)
+					t.Fatalf("(%q, %q), empty or with a control character, gave key %q, %v", c.h, c.q, c.k, c.err)
 				}
 				continue
 			}
@@ -237,35 +240,60 @@ func FuzzKeyBuilder(f *testing.F) {
 
 func TestParamValue(t *testing.T) {
 	for _, tc := range []struct {
-		in      string
-		escaped bool
-		want    string
-		bad     bool
+		in, want string
+		bad      bool
 	}{
-		{"42", false, "42", false},
-		{"%34%32", true, "42", false},
-		{"%c3%a9", true, "é", false},
-		{"%C3%A9", true, "é", false},
-		{"%2525", true, "%25", false}, // decoded once, never twice
-		{"%25", false, "%25", false},  // already decoded: kept
-		{"a%2Fb", true, "a/b", false},
-		{"a%3Ab", true, "a:b", false},
-		{"a%00b", true, "", true},
-		{"a\x00b", false, "", true},
-		{"a\x7fb", false, "", true},
-		{"a\tb", false, "", true},
-		{"%zz", true, "", true},
-		{"ABC", false, "ABC", false}, // case is not normalised
+		{"42", "42", false},
+		{"%34%32", "42", false},
+		{"%c3%a9", "é", false},
+		{"%C3%A9", "é", false},
+		{"%2525", "%", false}, // decoded to its end: "%2525", "%25" and "%" are one id
+		{"%25", "%", false},
+		{"%", "%", false}, // a '%' that starts no escape is part of the id
+		{"100%", "100%", false},
+		{"%2541%", "%2541%", false}, // a '%' that starts no escape: nothing decoded
+		{"a%2Fb", "a/b", false},
+		{"a%3Ab", "a:b", false},
+		{"%zz", "%zz", false},
+		{"ABC", "ABC", false},             // case is not normalised
+		{"%2525252525252541", "A", false}, // 8 decodings
+		{"%252525252525252541", "", true}, // a 9th is refused
 	} {
-		got, err := guard.ParamValue(tc.in, tc.escaped)
+		got, err := guard.ParamValue(tc.in)
 		if tc.bad {
 			if !errors.Is(err, guard.ErrParamValue) {
-				t.Errorf("ParamValue(%q, %v) = %q, %v; want ErrParamValue", tc.in, tc.escaped, got, err)
+				t.Errorf("ParamValue(%q) = %q, %v; want ErrParamValue", tc.in, got, err)
 			}
 			continue
 		}
 		if err != nil || got != tc.want {
-			t.Errorf("ParamValue(%q, %v) = %q, %v; want %q", tc.in, tc.escaped, got, err, tc.want)
+			t.Errorf("ParamValue(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A control character is refused from every source, whole keys included,
+// by one rule (CheckValue), and the error never repeats the value.
+func TestControlCharacters(t *testing.T) {
+	for _, v := range []string{"a\x00b", "\n", "a\tb", "a\x7fb", "\x1f"} {
+		if err := guard.CheckValue(v); !errors.Is(err, guard.ErrControlChar) {
+			t.Errorf("CheckValue(%q) = %v, want ErrControlChar", v, err)
+		}
+	}
+	for _, v := range []string{"a b", "é", "\xff", "a:b"} {
+		if err := guard.CheckValue(v); err != nil {
+			t.Errorf("CheckValue(%q) = %v, want nil", v, err)
+		}
+	}
+	keys := map[string]guard.Key[req]{
+		"Verbatim": guard.Verbatim("f", func(r req) (string, error) { return r["v"], nil }),
+		"KeyFunc":  guard.KeyFunc(func(r req) (string, error) { return r["v"], nil }),
+		"Func":     guard.Join(guard.Func("f", func(r req) (string, error) { return r["v"], nil })),
+	}
+	for name, k := range keys {
+		_, err := k.Build(req{"v": "order:4\n2-secret"})
+		if !errors.Is(err, core.ErrInvalidKey) || !errors.Is(err, guard.ErrControlChar) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s with a control character: %v, want ErrInvalidKey and ErrControlChar, without the value", name, err)
 		}
 	}
 }

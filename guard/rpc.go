@@ -100,13 +100,16 @@ func (r *Rejection) Code() Code { return RPCCode(r.Outcome) }
 
 // Message is the default answer's message, the same on every RPC
 // adapter: the sentence HTTP answers say too. It never names the holder
-// (its metadata may be another tenant's).
+// (its metadata may be another tenant's), nor, for a misconfiguration, the
+// server's detail (a field path, a message type): the caller can do nothing
+// with it, and it describes the server to whoever calls. The adapter logs
+// that detail once per method (Config.Misconfigured), as HTTP adapters do.
 func (r *Rejection) Message() string {
 	switch r.Outcome {
 	case core.OutcomeBadKey:
 		return errText(r.Err)
 	case core.OutcomeMisconfigured:
-		return "lockkit: lock misconfigured for " + r.Procedure + ": " + errText(r.Err)
+		return "lockkit: the lock is misconfigured for " + r.Procedure
 	}
 	if s := sentence(r.Outcome, r.Err, "call"); s != "" {
 		return "lockkit: " + s

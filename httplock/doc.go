@@ -10,7 +10,8 @@
 //
 // It keeps the contract of every lockkit adapter (ginlock, echolock,
 // echo5lock, grpclock): the same options and defaults, the same key for
-// the same parts, path values decoded exactly once, and the same answers.
+// the same parts, path values decoded by one rule (guard.ParamValue), and
+// the same answers.
 //
 // Every outcome is answered as package guard maps it (guard.Status,
 // guard.AnswerFor): the same status, Retry-After and RFC 9457

@@ -15,19 +15,20 @@ type Part struct{ p guard.Part[*http.Request] }
 // reader reads net/http's request for the key parts of package guard.
 type reader struct{}
 
-func (reader) Request(r *http.Request) *http.Request                   { return r }
-func (reader) Param(r *http.Request, name string) (string, bool, bool) { return pathValue(r, name) }
-func (reader) Route(r *http.Request) (string, []string)                { return route(r.Pattern) }
+func (reader) Request(r *http.Request) *http.Request             { return r }
+func (reader) Param(r *http.Request, name string) (string, bool) { return pathValue(r, name) }
+func (reader) Route(r *http.Request) (string, []string)          { return route(r.Pattern) }
 
 // Const is a literal part: Const("order"). It panics when empty.
 func Const(s string) Part { return Part{guard.Const[*http.Request](s)} }
 
 // Param is a path wildcard of the matched pattern, what r.PathValue(name)
 // reads: Param("id") for "POST /orders/{id}/pay" (http.ServeMux, or chi,
-// which also sets r.Pattern and the path values). The value is the id
-// decoded exactly once whatever the router did (ServeMux decodes, chi does
-// not): it is read from the request's escaped path at the wildcard's place
-// in r.Pattern. A pattern without the wildcard, or a request no router
+// which also sets r.Pattern and the path values). It is the router's own
+// value, the one its handler reads (chi.URLParam is the same), whatever a
+// path middleware rewrote (chi's CleanPath, URLFormat, StripSlashes), and
+// decoded by guard.ParamValue whether the router decoded it (ServeMux) or
+// not (chi). A pattern without the wildcard, or a request no router
 // matched yet (the middleware wrapped a whole mux), is the server's
 // mistake: 500. The name is every lockkit adapter's for a path parameter
 // (ginlock.Param, echo's "param:id").
@@ -95,44 +96,25 @@ func patternPath(pattern string) string {
 	return pattern
 }
 
-// pathValue finds wildcard name in r.Pattern and returns the request's
-// escaped path at the same place, for guard.ParamValue to decode once. It
-// runs on every request with a Param part, so it walks the two paths in
-// place and allocates nothing.
-func pathValue(r *http.Request, name string) (string, bool, bool) {
-	pattern := r.Pattern
-	if pattern == "" {
-		return "", false, false // not routed (yet): a whole mux is wrapped
+// pathValue is the router's value of wildcard name, r.PathValue(name), when
+// r.Pattern has the wildcard. It runs on every request with a Param part,
+// so it walks the pattern in place and allocates nothing.
+func pathValue(r *http.Request, name string) (string, bool) {
+	if r.Pattern == "" {
+		return "", false // not routed (yet): a whole mux is wrapped
 	}
-	pattern = patternPath(pattern)
-	var seg string
-	for i, more := 0, true; more; i++ {
-		seg, pattern, more = strings.Cut(pattern, "/")
-		w, rest, isWildcard := wildcard(seg)
-		switch {
-		case isWildcard && w == name:
-			v, tail, ok := nthSegment(r.URL.EscapedPath(), i)
-			switch {
-			case !ok:
-				return "", false, true // e.g. "{rest...}" matching nothing
-			case rest:
-				return tail, true, true
-			}
-			return v, true, true
-		case !isWildcard && inSegment(seg, name):
-			// A wildcard inside a segment (chi's "{a}-{b}"): chi hands its
-			// value over as routed, escaped when the path had escapes.
-			return r.PathValue(name), r.URL.RawPath != "", true
+	for rest := patternPath(r.Pattern); rest != ""; {
+		var seg string
+		seg, rest, _ = strings.Cut(rest, "/")
+		if w, _, ok := wildcard(seg); (ok && w == name) || (!ok && inSegment(seg, name)) || (seg == "*" && name == "*" && rest == "") {
+			return r.PathValue(name), true
 		}
 	}
-	if seg == "*" && name == "*" { // chi's catch-all, the pattern's last segment
-		return r.PathValue("*"), r.URL.RawPath != "", true
-	}
-	return "", false, false
+	return "", false
 }
 
 // wildcard reads a whole-segment wildcard: "{id}", "{rest...}" (ServeMux),
-// "{id:[0-9]+}" (chi).
+// "{id:[0-9]+}" (chi); not "{a}-{b}", two wildcards in one segment.
 func wildcard(seg string) (name string, rest, ok bool) {
 	if len(seg) < 2 || seg[0] != '{' || seg[len(seg)-1] != '}' {
 		return "", false, false
@@ -141,6 +123,9 @@ func wildcard(seg string) (name string, rest, ok bool) {
 	name, rest = strings.CutSuffix(name, "...")
 	if j := strings.IndexByte(name, ':'); j >= 0 {
 		name = name[:j]
+	}
+	if strings.ContainsAny(name, "{}") {
+		return "", false, false
 	}
 	return name, rest, true
 }
@@ -158,18 +143,4 @@ func inSegment(seg, name string) bool {
 			return true
 		}
 	}
-}
-
-// nthSegment returns path's segment i ('/'-separated, 0 before the leading
-// slash) and the path from that segment on.
-func nthSegment(path string, i int) (seg, tail string, ok bool) {
-	for ; i > 0; i-- {
-		j := strings.IndexByte(path, '/')
-		if j < 0 {
-			return "", "", false
-		}
-		path = path[j+1:]
-	}
-	seg, _, _ = strings.Cut(path, "/")
-	return seg, path, true
 }

@@ -16,7 +16,7 @@ var Stdlib = conformance.Adapter{Name: "net/http", Build: buildStdlib}
 
 // Chi serves routes with chi and httplock, the lock wrapping each route's
 // handler (registered with Method, inside Route for a Group).
-var Chi = conformance.Adapter{Name: "chi", Build: buildChi}
+var Chi = ChiWith("chi")
 
 var httpOptions = optionSet[httplock.Option, httplock.Part]{
 	key: httplock.Key, keyFromRoute: httplock.KeyFromRoute, wait: httplock.Wait, ttl: httplock.TTL, maxHold: httplock.MaxHold,
@@ -51,8 +51,18 @@ func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route)
 	return recoverer(mux)
 }
 
-func buildChi(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+// ChiWith is Chi with path middleware in front of the router (r.Use):
+// chi's CleanPath, URLFormat, StripSlashes rewrite the path chi routes on,
+// not the request's URL.
+func ChiWith(name string, mws ...func(http.Handler) http.Handler) conformance.Adapter {
+	return conformance.Adapter{Name: name, Build: func(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
+		return buildChi(t, client, routes, mws...)
+	}}
+}
+
+func buildChi(t testing.TB, client *core.Client, routes []conformance.Route, mws ...func(http.Handler) http.Handler) http.Handler {
 	r := chi.NewRouter()
+	r.Use(mws...)
 	for _, rt := range routes {
 		lock := httplockOf(t, client, rt, chiCORS)
 		if rt.Group != "" {

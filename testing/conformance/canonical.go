@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/internal/testkit"
 )
@@ -47,7 +49,25 @@ func Encode(id string, choice []byte) string {
 	return b.String()
 }
 
-// controlChar reports whether id has a byte guard.ParamValue refuses.
+// decoded is id percent-decoded until no escape is left, or "" when that
+// takes more than guard.MaxParamDecodes-1 decodings (a spelling of it,
+// one decoding more, may be refused): the id a key names, whichever
+// spelling of it the router handed over.
+func decoded(id string) string {
+	for i := 0; strings.Contains(id, "%"); i++ {
+		d, err := url.PathUnescape(id)
+		if err != nil {
+			break
+		}
+		if i == guard.MaxParamDecodes-1 {
+			return ""
+		}
+		id = d
+	}
+	return id
+}
+
+// controlChar reports whether id has a byte every key value refuses.
 func controlChar(id string) bool {
 	for i := 0; i < len(id); i++ {
 		if id[i] < 0x20 || id[i] == 0x7f {
@@ -85,9 +105,10 @@ var canonicalSeeds = []struct {
 
 // FuzzCanonicalKey is the property every HTTP adapter keeps: for any id and
 // any valid percent-encoding of it in the path, the lease's key is
-// core.JoinKey("order", id), decoded exactly once; an id with a control
-// character is refused with 400; an id with a '/' is either not routed (gin:
-// 404) or keyed the same way. No spelling gets another key.
+// core.JoinKey("order", id decoded to its end), whether the framework
+// decoded it or not; an id with a control character is refused with 400;
+// an id with a '/' is either not routed (gin: 404) or keyed the same way.
+// No spelling gets another key.
 func FuzzCanonicalKey(f *testing.F, a Adapter) {
 	for _, s := range canonicalSeeds {
 		f.Add(s.id, s.choice)
@@ -108,11 +129,18 @@ func FuzzCanonicalKey(f *testing.F, a Adapter) {
 		target := "/orders/" + Encode(id, choice) + "/pay"
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, target, nil))
-		want, _ := core.JoinKey("order", id)
+		d := decoded(id)
+		want, _ := core.JoinKey("order", d)
 		switch {
 		case strings.Contains(id, "/") && w.Code == http.StatusNotFound:
 			// not routed to the one-segment parameter at all
-		case controlChar(id):
+		case d == "" && w.Code == http.StatusBadRequest:
+			// nested too deep: refused, by some framework one decoding earlier
+		case d == "":
+			if w.Code != http.StatusOK || !strings.HasPrefix(w.Body.String(), "order:") {
+				t.Fatalf("%s: id %q nested %d deep answered %d %q, want 200 or 400", target, id, guard.MaxParamDecodes, w.Code, w.Body.String())
+			}
+		case controlChar(d):
 			if w.Code != http.StatusBadRequest {
 				t.Fatalf("%s: id %q with a control character answered %d %q, want 400", target, id, w.Code, w.Body.String())
 			}
@@ -144,8 +172,8 @@ func holdAndProbe(t *testing.T, entered <-chan string, release chan struct{}, wa
 
 // SpellingsExclude: one order requested through replica a with one spelling
 // of its id and through replica b with another (escaped, unescaped, other
-// hex case, "%2525" for the id "%25"): the second is refused while the first
-// holds the lock, whatever frameworks serve them.
+// hex case, nested: "%2525", "%25" and "%" are one id): the second is
+// refused while the first holds the lock, whatever frameworks serve them.
 func SpellingsExclude(t *testing.T, a, b Adapter) {
 	entered, release := make(chan string, 1), make(chan struct{})
 	e := newEnv(t, a, b, ttl,
@@ -165,8 +193,10 @@ func SpellingsExclude(t *testing.T, a, b Adapter) {
 		{"a%3Ab", "a:b", "a:b", true},
 		{"%34%32", "42", "42", true},
 		{"%c3%a9", "%C3%A9", "é", true},
-		{"%2525", "%2525", "%25", true},
-		{"%2525", "%25", "%25", false}, // "%25" is the id "%": decoded once, never twice
+		{"%2525", "%2525", "%", true},
+		{"%2525", "%25", "%", true}, // decoded to its end, whatever the framework decoded
+		{"%252541", "A", "A", true},
+		{"%2525", "%2541", "%", false},
 	} {
 		want, _ := core.JoinKey("order", tc.id)
 		r := holdAndProbe(t, entered, release, want, "/orders/"+tc.holder+"/pay",
@@ -236,4 +266,55 @@ func CookieOneKey(t *testing.T, a, b Adapter) {
 			t.Errorf("cookie t=%%zz on %s: %d %q, want 400 that does not repeat the value", e.reps[i].adapter.Name, r.status, r.body)
 		}
 	}
+}
+
+// PathRewrites: the key is what the handler reads under a router that
+// rewrites the path it routes on (a path middleware: chi's CleanPath,
+// URLFormat, StripSlashes), for an adapter whose router sets the request's
+// path values (r.PathValue: ServeMux, chi), served by a. Each spelling
+// routes to "/orders/:id" with the id its handler reads; the lease's key is
+// that id's ("order:" and the id decoded to its end), and while it holds,
+// the plain path of the same id on replica b, served by b, is refused.
+func PathRewrites(t *testing.T, a, b Adapter, spellings ...string) {
+	type read struct{ key, id string }
+	entered, release := make(chan read, 1), make(chan struct{})
+	e := newEnv(t, a, b, ttl,
+		Route{Method: http.MethodPost, Path: "/orders/:id", Key: orderKey, Handler: func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
+			if !ok {
+				http.Error(w, "no lease", http.StatusInternalServerError)
+				return
+			}
+			entered <- read{l.Key(), r.PathValue("id")}
+			<-release
+			writeOK(w)
+		}},
+		Route{Method: http.MethodPost, Path: "/orders/:id/refund", Key: orderKey, NoWait: true, Handler: func(w http.ResponseWriter, _ *http.Request, l *core.Lease, ok bool) {
+			ok2(w, l.Key())
+		}})
+	ctx := e.ctx(30 * time.Second)
+	for _, s := range spellings {
+		done := make(chan response, 1)
+		go func() { done <- e.do(ctx, 0, http.MethodPost, s) }()
+		var got read
+		select {
+		case got = <-entered:
+		case r := <-done:
+			t.Fatalf("%s on %s: %d %q before its handler ran, want it routed to /orders/:id", s, a.Name, r.status, r.body)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s on %s: timed out waiting for its handler", s, a.Name)
+		}
+		id := decoded(got.id)
+		if want, _ := core.JoinKey("order", id); got.key != want || id == "" {
+			t.Errorf("%s on %s: the handler reads the id %q and the lock is %q, want %q", s, a.Name, got.id, got.key, want)
+		}
+		probe := e.do(ctx, 1, http.MethodPost, "/orders/"+url.PathEscape(id)+"/refund")
+		release <- struct{}{}
+		if h := testkit.Recv(t, done, 10*time.Second, "the holder's answer"); h.status != http.StatusOK {
+			t.Errorf("%s: holder answered %d %q", s, h.status, h.body)
+		}
+		if probe.status != http.StatusConflict {
+			t.Errorf("/orders/%s/refund on %s while %s on %s holds: %d %q, want 409", id, b.Name, s, a.Name, probe.status, probe.body)
+		}
+	}
+	close(release)
 }

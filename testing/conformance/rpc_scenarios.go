@@ -229,9 +229,10 @@ func RPCRedisDown(t *testing.T, a, b RPCAdapter) {
 	}
 }
 
-// RPCBadKeys: an empty id is the caller's mistake (InvalidArgument, naming
-// the part), a field the message lacks the server's (Internal); neither
-// runs the handler.
+// RPCBadKeys: an empty id, or one with a control character, is the
+// caller's mistake (InvalidArgument, naming the part, never repeating the
+// value), a field the message lacks the server's (Internal, naming the
+// method but not the server's detail); none runs the handler.
 func RPCBadKeys(t *testing.T, a, b RPCAdapter) {
 	var calls atomic.Int32
 	e := newRPCEnv(t, a, b,
@@ -243,7 +244,18 @@ func RPCBadKeys(t *testing.T, a, b RPCAdapter) {
 	if !strings.Contains(r.Message, `"value"`) {
 		t.Errorf("empty id: message %q does not name the part", r.Message)
 	}
-	wantReply(t, "a field the message lacks", e.reps[0].call.Call(ctx, "Bad", "1"), guard.CodeInternal, false)
+	for i, id := range []string{"s3cr3t\n", "s3cr3t\x00", "a\tb", "\x7f"} {
+		r := e.reps[i%2].call.Call(ctx, "Pay", id)
+		wantReply(t, fmt.Sprintf("id %q on %s", id, e.reps[i%2].adapter.Name), r, guard.CodeInvalidArgument, false)
+		if !strings.Contains(r.Message, "control character") || strings.Contains(r.Message, "s3cr3t") {
+			t.Errorf("id %q: message %q, want one that names a control character, not the value", id, r.Message)
+		}
+	}
+	r = e.reps[0].call.Call(ctx, "Bad", "1")
+	wantReply(t, "a field the message lacks", r, guard.CodeInternal, false)
+	if strings.Contains(r.Message, "nope") {
+		t.Errorf("a field the message lacks: message %q names the server's detail", r.Message)
+	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("handler ran %d times", n)
 	}

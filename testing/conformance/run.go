@@ -14,6 +14,7 @@ func Run(t *testing.T, a Adapter) {
 		{"redis killed", RedisDown},
 		{"redis frozen: unavailable, not contended", RedisFrozen},
 		{"missing key part is 400", BadKey},
+		{"a control character from any source is 400", ControlChars},
 		{"unknown route param is 500", Misconfigured},
 		{"hostile values never collide", HostileValues},
 		{"client hangs up while holding", ClientHangsUp},

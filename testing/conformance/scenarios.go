@@ -317,6 +317,43 @@ func BadKey(t *testing.T, a, b Adapter) {
 	}
 }
 
+// ControlChars: a control character is refused with 400 from every key
+// source, a path parameter (after decoding), a header, a query value and a
+// cookie, by one rule: the handler does not run, and the answer does not
+// repeat the value (it may be a secret). The same request without it runs.
+func ControlChars(t *testing.T, a, b Adapter) {
+	var calls handlerCount
+	h := calls.wrap(func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) { ok2(w, l.Key()) })
+	e := newEnv(t, a, b, ttl, Route{Method: http.MethodPost, Path: "/orders/:id", Key: "const:order,param:id,header:X-Tenant,query:q,cookie:c", Handler: h})
+	ctx := e.ctx(30 * time.Second)
+	const secret = "s3cr3t"
+	send := func(i int, id, tenant, q, c string) response {
+		return e.do(ctx, i, http.MethodPost, "/orders/"+id+"?q="+q, "X-Tenant", tenant, "Cookie", "c="+c)
+	}
+	for i, tc := range []struct{ id, tenant, q, c string }{
+		{secret + "%0A", "t", "q", "c"},
+		{secret + "%00", "t", "q", "c"},
+		{secret + "%7F", "t", "q", "c"},
+		{secret + "%250A", "t", "q", "c"}, // nested: a control character once decoded to its end
+		{"1", secret + "\tx", "q", "c"},   // the one control character a client can put in a header
+		{"1", "t", secret + "%0A", "c"},
+		{"1", "t", secret + "%00", "c"},
+		{"1", "t", "q", secret + "%0A"},
+		{"1", "t", "q", secret + "%09x"},
+	} {
+		r := send(i%2, tc.id, tc.tenant, tc.q, tc.c)
+		if r.status != http.StatusBadRequest || strings.Contains(r.body, secret) {
+			t.Errorf("%+v on %s: %d %q, want 400 that does not repeat the value", tc, e.reps[i%2].adapter.Name, r.status, r.body)
+		}
+	}
+	if n := calls.n.Load(); n != 0 {
+		t.Errorf("handler ran %d times with a control character in its key", n)
+	}
+	if r := send(0, "1", "t", "q", "c"); r.status != http.StatusOK || r.body != "order:1:t:q:c" {
+		t.Errorf("without a control character: %d %q", r.status, r.body)
+	}
+}
+
 // Misconfigured: a key part naming a path parameter the route does not
 // have is the server's mistake: 500, handler not run.
 func Misconfigured(t *testing.T, a, b Adapter) {

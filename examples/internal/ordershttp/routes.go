@@ -69,7 +69,7 @@ type Source string
 // The sources of key parts.
 const (
 	Const  Source = "const"  // Name itself
-	Param  Source = "param"  // the path parameter Name, decoded once
+	Param  Source = "param"  // the path parameter Name, decoded by one rule
 	Header Source = "header" // the header Name (400 without it)
 )
 
