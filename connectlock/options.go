@@ -30,11 +30,11 @@ func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 // ReadSide takes the read side of the key's read/write lock; WriteSide the
 // write side. An RPC has no safe methods to tell reads by: build one
 // interceptor for the procedures that only read and one for those that
-// write, with the same key.
-func ReadSide() Option { return func(c *config) { c.rpc.Guard.Request.Side = core.ReadSide } }
+// write, with the same key. Giving both to one interceptor panics.
+func ReadSide() Option { return func(c *config) { c.rpc.Guard.SetSide(core.ReadSide) } }
 
 // WriteSide takes the write side of the key's read/write lock.
-func WriteSide() Option { return func(c *config) { c.rpc.Guard.Request.Side = core.WriteSide } }
+func WriteSide() Option { return func(c *config) { c.rpc.Guard.SetSide(core.WriteSide) } }
 
 // The time a call waits for, and holds, its lock.
 

@@ -61,12 +61,12 @@ func ReadWrite() Option { return func(c *config) { c.guard.SideByMethod = true }
 
 // ReadSide takes the read side of the key's read/write lock for every
 // request of this route, whatever its method (an explicit choice: a POST
-// that only reads). WriteSide takes the write side.
-func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.ReadSide } }
+// that only reads). WriteSide takes the write side; giving both panics.
+func ReadSide() Option { return func(c *config) { c.guard.SetSide(core.ReadSide) } }
 
 // WriteSide takes the write side of the key's read/write lock for every
 // request of this route.
-func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
+func WriteSide() Option { return func(c *config) { c.guard.SetSide(core.WriteSide) } }
 
 // KeyFromRoute locks the route template plus every path parameter: identical
 // requests run one at a time ("/orders/:id/pay" for id 42), different routes

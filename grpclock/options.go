@@ -52,11 +52,12 @@ func OnLimited(f Responder) Option { return on(f, guard.Limited) }
 // exclude writers. gRPC has no safe methods to tell reads by, so the choice
 // is explicit: build one interceptor for the methods that only read (with
 // ReadSide) and one for those that write (WriteSide), with the same key.
-func ReadSide() Option { return func(c *config) { c.rpc.Guard.Request.Side = core.ReadSide } }
+// Giving both to one interceptor panics.
+func ReadSide() Option { return func(c *config) { c.rpc.Guard.SetSide(core.ReadSide) } }
 
 // WriteSide takes the write side of the key's read/write lock: one call at
 // a time, and no reader meanwhile.
-func WriteSide() Option { return func(c *config) { c.rpc.Guard.Request.Side = core.WriteSide } }
+func WriteSide() Option { return func(c *config) { c.rpc.Guard.SetSide(core.WriteSide) } }
 
 // KeyFromRoute locks the whole route, which for gRPC is the method: one
 // call of it at a time across all replicas, whatever its message says. The

@@ -37,6 +37,10 @@ type Config[R any] struct {
 	// RetryAfter gives the retry hint of a refused request from its error
 	// (nil: DefaultRetryAfter); a negative hint is 0.
 	RetryAfter func(error) time.Duration
+	// sides are the sides SetSide was given, as bits (1<<Side): two
+	// different ones contradict each other, and Check refuses them.
+	sides uint8
+
 	// Misconfigured is told of the server's mistake a request found
 	// (OutcomeMisconfigured: a key part naming a path parameter the route
 	// does not have, a field the message lacks...), once per route: r is
@@ -45,6 +49,15 @@ type Config[R any] struct {
 	// route that answers 500 (Internal) to every request says why, once,
 	// where its operators look, not only in each answer. nil: not told.
 	Misconfigured func(r R, name string, err error)
+}
+
+// SetSide takes side s of a read/write lock (Request.Side) for every
+// request: an adapter's ReadSide and WriteSide options call it, so that
+// giving both, which contradict each other, is refused by Check rather
+// than won by the last.
+func (c *Config[R]) SetSide(s core.Side) {
+	c.Request.Side = s
+	c.sides |= 1 << s
 }
 
 // maxReported bounds the routes a Policy remembers having reported. Route
@@ -63,8 +76,9 @@ const maxReported = 4096
 // made by Join has at least one part, and one made by RouteKey is alone; at most core.MaxKeysPerAcquire keys;
 // AcquireOptions may not set the wait budget, NoWait, the TTL, MaxHold or
 // the name; Request with AcquireOptions applied passes core.Request.Check
-// (the TTL rule, core.CheckTTL, is also core.New's); several keys are
-// mutexes (no Limit, no side); SideByMethod excludes a Side and a Limit;
+// (the TTL rule, core.CheckTTL, is also core.New's); SetSide was not given
+// both sides; several keys are mutexes (no Limit, no side); SideByMethod
+// excludes a Side and a Limit;
 // and a negative ReleaseTimeout is refused (0 is the Client's).
 func (c Config[R]) Check() error {
 	_, err := c.check()
@@ -108,6 +122,8 @@ func (c Config[R]) check() (core.Request, error) {
 		return core.Request{}, err
 	}
 	switch {
+	case c.sides&(1<<core.ReadSide) != 0 && c.sides&(1<<core.WriteSide) != 0:
+		return bad("the read side and the write side are alternatives; choose one")
 	case len(c.Keys) > 1 && (r.Limit > 0 || r.Side != 0 || c.SideByMethod):
 		return bad("several keys are taken together as mutexes; Limit and the read/write sides take one key")
 	case c.SideByMethod && r.Limit > 0:

@@ -24,6 +24,11 @@ func TestCheck(t *testing.T) {
 		if tc.NoClient {
 			cfg.Client = nil
 		}
+		for _, s := range []core.Side{tc.Side, tc.AlsoSide} {
+			if s != 0 {
+				cfg.SetSide(s)
+			}
+		}
 		for range max(tc.Keys, 1) {
 			cfg.Keys = append(cfg.Keys, key)
 		}

@@ -66,10 +66,11 @@ func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } 
 func ReadWrite() Option { return func(c *config) { c.guard.SideByMethod = true } }
 
 // ReadSide takes the read side for every request, whatever its method.
-func ReadSide() Option { return func(c *config) { c.guard.Request.Side = core.ReadSide } }
+// ReadSide and WriteSide are alternatives: giving both panics.
+func ReadSide() Option { return func(c *config) { c.guard.SetSide(core.ReadSide) } }
 
 // WriteSide takes the write side for every request.
-func WriteSide() Option { return func(c *config) { c.guard.Request.Side = core.WriteSide } }
+func WriteSide() Option { return func(c *config) { c.guard.SetSide(core.WriteSide) } }
 
 // OnLimited replaces the 429 answer (Limit: every permit held past the
 // wait budget, or NoWait).
