@@ -31,8 +31,11 @@ func Const(s string) Part { return Part{guard.Const[*Call](s)} }
 // metadata on the gRPC protocols). Missing or empty is
 // connect.CodeInvalidArgument; so is a header sent more than once, because
 // a lock taken on one of two values would not protect a handler that reads
-// the other.
-func Metadata(name string) Part { return Part{rpckey.Metadata(name, requestHeader)} }
+// the other. A "-bin" header's value is the bytes it carries, its base64
+// decoded once by gRPC's rule (padded or not: rpckey.BinaryValue), as
+// grpclock's Metadata reads them; one that is not base64 is
+// connect.CodeInvalidArgument.
+func Metadata(name string) Part { return Part{rpckey.Metadata(name, requestHeader, false)} }
 
 func requestHeader(c *Call, name string) []string { return c.Header.Values(name) }
 

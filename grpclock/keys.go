@@ -30,8 +30,10 @@ func Const(s string) Part { return Part{guard.Const[*Call](s)} }
 // Metadata is the value of an incoming metadata key (case-insensitive, as
 // gRPC lower-cases them). Missing or empty → codes.InvalidArgument; so is a
 // key sent more than once, because a lock taken on one of two values would
-// not protect a handler that reads the other.
-func Metadata(name string) Part { return Part{rpckey.Metadata(name, incomingMetadata)} }
+// not protect a handler that reads the other. A "-bin" key's value is the
+// bytes it carries (grpc-go decodes them), as connectlock's Metadata reads
+// them (rpckey.Metadata).
+func Metadata(name string) Part { return Part{rpckey.Metadata(name, incomingMetadata, true)} }
 
 func incomingMetadata(c *Call, name string) []string {
 	return metadata.ValueFromIncomingContext(c.Ctx, name)

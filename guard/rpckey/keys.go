@@ -1,6 +1,7 @@
 package rpckey
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -63,21 +64,54 @@ func msgName(m any) string {
 // InvalidArgument; so is an entry sent more than once, because a lock taken
 // on one of two values would not protect a handler that reads the other.
 // The name is lower-cased, as gRPC keys metadata; it panics when empty.
-func Metadata[R any](name string, values func(r R, name string) []string) guard.Part[R] {
+//
+// A binary entry (a name ending in "-bin") is base64 on the wire, and its
+// value is the bytes it carries, decoded once by gRPC's rule (BinaryValue):
+// binDecoded says values hands them over decoded already (grpc-go does),
+// else (connect hands headers over as sent) Metadata decodes them. So
+// "x-order-bin" carrying 42 is the part "42" on both protocols, whether
+// the client padded its base64 ("NDI=") or not ("NDI").
+func Metadata[R any](name string, values func(r R, name string) []string, binDecoded bool) guard.Part[R] {
 	if name == "" {
 		panic("lockkit: Metadata(\"\"): empty metadata key")
 	}
 	name = strings.ToLower(name)
+	decode := strings.HasSuffix(name, binSuffix) && !binDecoded
 	return guard.NewPart("metadata", name, func(r R) (string, error) {
 		vals := values(r, name)
-		if len(vals) > 1 {
+		switch {
+		case len(vals) > 1:
 			return "", fmt.Errorf("sent %d times; want one value", len(vals))
-		}
-		if len(vals) == 0 {
+		case len(vals) == 0:
 			return "", nil
+		case decode:
+			return BinaryValue(vals[0])
 		}
 		return vals[0], nil
 	})
+}
+
+// binSuffix ends the name of a binary metadata entry.
+const binSuffix = "-bin"
+
+// ErrBinaryValue is the error (InvalidArgument) of a binary metadata entry
+// that is not base64.
+var ErrBinaryValue = errors.New("a -bin metadata value must be base64, padded or not")
+
+// BinaryValue is the bytes a binary metadata entry's value v carries, by
+// gRPC's rule (grpc-go's decodeBinHeader): standard base64, padded when
+// its length is a multiple of 4, unpadded otherwise. The error does not
+// repeat the value.
+func BinaryValue(v string) (string, error) {
+	enc := base64.RawStdEncoding
+	if len(v)%4 == 0 {
+		enc = base64.StdEncoding
+	}
+	b, err := enc.DecodeString(v)
+	if err != nil {
+		return "", ErrBinaryValue
+	}
+	return string(b), nil
 }
 
 // Method is the call's procedure, procedure(r) ("/orders.v1.Orders/PayOrder").

@@ -24,7 +24,13 @@ var Connect = conformance.RPCAdapter{Name: "connect", Serve: serveConnect}
 
 // connectOptions are m's connectlock options.
 func connectOptions(m conformance.Method) []connectlock.Option {
-	opts := []connectlock.Option{connectlock.Key(connectlock.Const(m.Prefix), connectlock.Field(m.Field)),
+	var key connectlock.Option
+	if m.Metadata != "" {
+		key = connectlock.Key(connectlock.Const(m.Prefix), connectlock.Metadata(m.Metadata))
+	} else {
+		key = connectlock.Key(connectlock.Const(m.Prefix), connectlock.Field(m.Field))
+	}
+	opts := []connectlock.Option{key,
 		connectlock.Wait(m.Wait), connectlock.MaxHold(m.MaxHold), connectlock.Limit(m.Limit), connectlock.AcquireOptions(m.AcquireOptions...)}
 	for _, o := range []struct {
 		given bool
@@ -103,8 +109,12 @@ func (c connectCaller) client(name string) *connect.Client[wrapperspb.StringValu
 	return connect.NewClient[wrapperspb.StringValue, emptypb.Empty](c.srv.Client(), c.srv.URL+procedure(name))
 }
 
-func (c connectCaller) Call(ctx context.Context, name, id string) conformance.Reply {
-	_, err := c.client(name).CallUnary(ctx, connect.NewRequest(wrapperspb.String(id)))
+func (c connectCaller) Call(ctx context.Context, name, id string, md ...string) conformance.Reply {
+	req := connect.NewRequest(wrapperspb.String(id))
+	for i := 0; i+1 < len(md); i += 2 {
+		req.Header().Add(md[i], md[i+1]) // as given: connect sends headers as they are
+	}
+	_, err := c.client(name).CallUnary(ctx, req)
 	return connectReply(err)
 }
 

@@ -3,6 +3,7 @@ package builders
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -17,6 +18,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 	"github.com/lockkit/lockkit/testing/conformance"
 )
 
@@ -32,7 +34,13 @@ var GRPC = conformance.RPCAdapter{Name: "grpc", Serve: serveGRPC}
 
 // grpcOptions are m's grpclock options.
 func grpcOptions(m conformance.Method) []grpclock.Option {
-	opts := []grpclock.Option{grpclock.Key(grpclock.Const(m.Prefix), grpclock.Field(m.Field)),
+	var key grpclock.Option
+	if m.Metadata != "" {
+		key = grpclock.Key(grpclock.Const(m.Prefix), grpclock.Metadata(m.Metadata))
+	} else {
+		key = grpclock.Key(grpclock.Const(m.Prefix), grpclock.Field(m.Field))
+	}
+	opts := []grpclock.Option{key,
 		grpclock.Wait(m.Wait), grpclock.MaxHold(m.MaxHold), grpclock.Limit(m.Limit), grpclock.AcquireOptions(m.AcquireOptions...)}
 	if m.NoWait {
 		opts = append(opts, grpclock.NoWait())
@@ -130,7 +138,18 @@ func grpcStream(m conformance.Method) grpc.StreamHandler {
 
 type grpcCaller struct{ conn *grpc.ClientConn }
 
-func (c grpcCaller) Call(ctx context.Context, name, id string) conformance.Reply {
+func (c grpcCaller) Call(ctx context.Context, name, id string, md ...string) conformance.Reply {
+	for i := 0; i+1 < len(md); i += 2 {
+		v := md[i+1]
+		if strings.HasSuffix(strings.ToLower(md[i]), "-bin") { // grpc-go sends the bytes base64-encoded
+			b, err := rpckey.BinaryValue(v)
+			if err != nil {
+				return conformance.Reply{Err: err}
+			}
+			v = b
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, md[i], v)
+	}
 	var trailer metadata.MD
 	err := c.conn.Invoke(ctx, procedure(name), wrapperspb.String(id), new(emptypb.Empty), grpc.Trailer(&trailer))
 	return grpcReply(err, trailer)

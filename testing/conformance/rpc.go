@@ -35,6 +35,9 @@ type Method struct {
 	// message with id 42 locks "<Prefix>:42". Field is the message field
 	// holding the id; a field the message lacks is a misconfiguration.
 	Prefix, Field string
+	// Metadata, when set, keys the method by that incoming metadata entry
+	// instead of Field: Key(Const(Prefix), Metadata(Metadata)).
+	Metadata string
 	Wait          time.Duration
 	NoWait        bool
 	MaxHold       time.Duration
@@ -66,8 +69,11 @@ type Method struct {
 
 // Caller calls the methods of one replica.
 type Caller interface {
-	// Call calls unary method name with a message carrying id.
-	Call(ctx context.Context, name, id string) Reply
+	// Call calls unary method name with a message carrying id, and md,
+	// metadata name/value pairs as they go on the wire (a "-bin" entry's
+	// value as base64 text: a gRPC client decodes it before sending, and
+	// its library encodes it again).
+	Call(ctx context.Context, name, id string, md ...string) Reply
 	// Stream opens client stream name.
 	Stream(ctx context.Context, name string) (ClientStream, error)
 }

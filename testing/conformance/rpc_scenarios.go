@@ -29,6 +29,7 @@ func RunRPC(t *testing.T, a RPCAdapter) {
 		{"limit answers ResourceExhausted", RPCLimit},
 		{"redis killed", RPCRedisDown},
 		{"bad and misconfigured keys", RPCBadKeys},
+		{"binary metadata, padded or not, is one key", RPCBinaryMetadata},
 		{"identical answers for each outcome", RPCIdenticalAnswers},
 		{"a nil On* responder is the default answer", RPCNilResponders},
 		{"MaxHold ends the handler's context and frees the lock", RPCMaxHold},
@@ -45,6 +46,7 @@ func RunRPC(t *testing.T, a RPCAdapter) {
 func RunRPCPair(t *testing.T, a, b RPCAdapter) {
 	t.Run("exclusion "+a.Name+"+"+b.Name, func(t *testing.T) { RPCExclusion(t, a, b) })
 	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { RPCIdenticalAnswers(t, a, b) })
+	t.Run("binary metadata "+a.Name+"+"+b.Name, func(t *testing.T) { RPCBinaryMetadata(t, a, b) })
 	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { RPCMaxHold(t, a, b) })
 }
 
@@ -259,6 +261,52 @@ func RPCBadKeys(t *testing.T, a, b RPCAdapter) {
 	if n := calls.Load(); n != 0 {
 		t.Errorf("handler ran %d times", n)
 	}
+}
+
+// RPCBinaryMetadata: a method keyed by a binary metadata entry
+// ("x-order-bin") locks the bytes it carries, decoded once, whatever the
+// protocol and however the client wrote its base64: "NDI" and "NDI=" (the
+// bytes 42) on replica A hold "order:42", and while one holds, a call with
+// the other spelling on replica B is refused (Aborted); the bytes 43 are
+// another order.
+func RPCBinaryMetadata(t *testing.T, a, b RPCAdapter) {
+	const md = "x-order-bin"
+	entered, release := make(chan string, 1), make(chan struct{})
+	e := newRPCEnv(t, a, b,
+		Method{Name: "Pay", Prefix: "order", Metadata: md, Wait: 20 * time.Second, Handler: func(_ context.Context, _ string, l *core.Lease, ok bool) error {
+			if !ok {
+				return errors.New("no lease")
+			}
+			entered <- l.Key()
+			<-release
+			return nil
+		}},
+		Method{Name: "Ship", Prefix: "order", Metadata: md, NoWait: true, Handler: func(context.Context, string, *core.Lease, bool) error { return nil }})
+	ctx := testkit.Context(t, 30*time.Second)
+	for _, tc := range []struct {
+		holder, other string
+		same          bool
+	}{
+		{"NDI", "NDI=", true},
+		{"NDI=", "NDI", true},
+		{"NDI", "NDM", false},
+	} {
+		done := make(chan Reply, 1)
+		go func() { done <- e.reps[0].call.Call(ctx, "Pay", "", md, tc.holder) }()
+		if key := testkit.Recv(t, entered, 10*time.Second, "the holder's handler"); key != "order:42" {
+			close(release)
+			t.Fatalf("%s %q on %s locked %q, want \"order:42\"", md, tc.holder, a.Name, key)
+		}
+		r := e.reps[1].call.Call(ctx, "Ship", "", md, tc.other)
+		release <- struct{}{}
+		wantReply(t, "the holder", testkit.Recv(t, done, 10*time.Second, "the holder's reply"), guard.CodeOK, false)
+		want := guard.CodeOK
+		if tc.same {
+			want = guard.CodeAborted
+		}
+		wantReply(t, fmt.Sprintf("%s %q on %s while %q on %s holds", md, tc.other, b.Name, tc.holder, a.Name), r, want, tc.same)
+	}
+	close(release)
 }
 
 // RPCIdenticalAnswers: every outcome that stops a call is answered with
