@@ -38,10 +38,10 @@ type Method struct {
 	// Metadata, when set, keys the method by that incoming metadata entry
 	// instead of Field: Key(Const(Prefix), Metadata(Metadata)).
 	Metadata string
-	Wait          time.Duration
-	NoWait        bool
-	MaxHold       time.Duration
-	Limit         int
+	Wait     time.Duration
+	NoWait   bool
+	MaxHold  time.Duration
+	Limit    int
 	// RW, RWRead or RWWrite, takes that side of the key's read/write lock
 	// (the adapter's ReadSide, WriteSide): an RPC has no safe methods, so
 	// RWByMethod has no meaning here.
