@@ -133,8 +133,11 @@ func TestClaimRefusedChangesNothing(t *testing.T) {
 	mustSet(t, s, "r", "a", 200, fence.TTL(time.Hour))
 	before := raw(t, srv.Client, "r")
 	pttl := srv.Client.PTTL(context.Background(), "r").Val()
-	_, _, err := s.Claim(ctxT(t), "r", 100)
+	e, ok, err := s.Claim(ctxT(t), "r", 100)
 	wantStale(t, err, "r", 100, 200)
+	if ok || e != (fence.Entry{}) {
+		t.Fatalf("a refused claim read %+v, %v", e, ok)
+	}
 	after := raw(t, srv.Client, "r")
 	if len(after) != len(before) || after["v"] != before["v"] || after["f"] != before["f"] || after["e"] != before["e"] {
 		t.Fatalf("record %v after a refused claim, was %v", after, before)

@@ -17,7 +17,7 @@
 //
 // # Redis
 //
-// A Redis store keeps, next to each value, the token that wrote it, and
+// A Redis store keeps, next to each value, the last token it accepted, and
 // compares and writes in one Lua script:
 //
 //	store, err := fence.NewRedis(rdb) // the go-redis client core.New got
@@ -29,10 +29,10 @@
 //		// another holder wrote after this lease ended: drop this write
 //	}
 //
-// Set and Delete accept a token equal to the stored one: tokens are unique
-// per lease, so it is the same holder writing again, or go-redis re-sending
-// the same write after a timeout (MaxRetries) — which must not come back as
-// ErrStale. Get returns the value and the last token stored. A deleted or
+// Set, Delete and Claim accept a token equal to the stored one: tokens are
+// unique per lease, so it is the same holder writing again, or go-redis
+// re-sending the same write after a timeout (MaxRetries) — which must not
+// come back as ErrStale. Get returns the value and the last token stored. A deleted or
 // expired value keeps its token for the store's keep (WithKeep, a day by
 // default), so a late writer is refused after the value is gone too; after
 // that the key is forgotten and any token is accepted again. Fence one
@@ -91,9 +91,8 @@
 //	err = store.Set(ctx, "orders:42:total", next(e.Value), lease.Token())
 //
 // Get then Set is not safe for a read-modify-write; Get is for reads that
-// decide no write. A claim is idempotent per token as a write is, and one
-// with an older token than the stored one is refused (ErrStale) and reads
-// nothing.
+// decide no write. A claim with an older token than the stored one is
+// refused (ErrStale) and reads nothing.
 //
 // In SQL, three forms are safe. One statement that reads and writes:
 //

@@ -9,10 +9,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/fence"
-	"github.com/lockkit/lockkit/internal/redistest"
-	"github.com/lockkit/lockkit/internal/tcpproxy"
 	"github.com/lockkit/lockkit/internal/testkit"
-	"github.com/redis/go-redis/v9"
 )
 
 // The read-modify-write interleaving that a fenced write alone does not
@@ -51,26 +48,9 @@ type readFunc func(s *fence.Redis, ctx context.Context, key string, token int64)
 func interleaveRMW(t *testing.T, read readFunc) (accepted, value int64) {
 	t.Helper()
 	const key = "counter"
-	srv := redistest.Start(t)
-	proxied := func() (*tcpproxy.Proxy, *redis.Client) {
-		px, err := tcpproxy.New(srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = px.Close() })
-		return px, srv.NewClient(func(o *redis.Options) {
-			o.Addr = px.Addr()
-			o.ReadTimeout, o.WriteTimeout = 20*time.Second, 20*time.Second
-		})
-	}
-	pxLock, rdbLock := proxied()
-	pxStore, rdbStore := proxied()
-	a := testkit.Client(t, rdbLock, core.WithOwner("A"))
-	storeA := storeOn(t, rdbStore)
-	b := testkit.Client(t, srv.NewClient(), core.WithOwner("B"))
-	storeB := storeOn(t, srv.NewClient())
+	c := newCutOff(t)
 	ctx := ctxT(t)
-	mustSet(t, storeB, key, "0", 1)
+	mustSet(t, c.storeB, key, "0", 1)
 	incr := func(s *fence.Redis, token int64) (int64, error) { // read; the write comes later
 		e, _, err := read(s, ctx, key, token)
 		if err != nil {
@@ -80,41 +60,24 @@ func interleaveRMW(t *testing.T, read readFunc) (accepted, value int64) {
 		return n + 1, err
 	}
 
-	la, err := a.Acquire(ctx, "counter", core.TTL(time.Second))
+	la, err := c.a.Acquire(ctx, "counter", core.TTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nextA, err := incr(storeA, la.Token()) // 1. A reads
+	nextA, err := incr(c.storeA, la.Token()) // 1. A reads
 	if err != nil {
 		t.Fatalf("A's read: %v", err)
 	}
-	pxLock.Pause() // A is cut off: its renewals and its write stall
-	pxStore.Pause()
-	sent := pxStore.Stats().Upstream
-	late := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		late <- storeA.Set(ctx, key, strconv.FormatInt(nextA, 10), la.Token())
-	}()
-	testkit.WaitFor(t, 5*time.Second, "A's write in flight", func() bool { return pxStore.Stats().Upstream > sent })
-
-	testkit.Recv(t, la.Done(), 10*time.Second, "A's lease to end") // 2. A's lease ends
-	if !errors.Is(context.Cause(la.Context()), core.ErrLost) {
-		t.Fatalf("A's lease ended with %v, want ErrLost", context.Cause(la.Context()))
-	}
-	lb, err := b.Acquire(ctx, "counter", core.Wait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = lb.Release(context.Background()) }()
-	nextB, err := incr(storeB, lb.Token()) // 3. B reads
+	late := c.holdWrite(t, func(ctx context.Context) error {
+		return c.storeA.Set(ctx, key, strconv.FormatInt(nextA, 10), la.Token())
+	})
+	lb := c.handOver(t, la)                  // 2. A's lease ends, B takes the lock
+	nextB, err := incr(c.storeB, lb.Token()) // 3. B reads
 	if err != nil {
 		t.Fatalf("B's read: %v", err)
 	}
 
-	pxStore.Resume() // 4. A's write lands
-	pxLock.Resume()
+	c.heal() // 4. A's write lands
 	aErr := testkit.Recv(t, late, 30*time.Second, "A's write to land")
 	switch {
 	case aErr == nil:
@@ -124,10 +87,10 @@ func interleaveRMW(t *testing.T, read readFunc) (accepted, value int64) {
 	default:
 		t.Fatalf("A's write: %v", aErr)
 	}
-	mustSet(t, storeB, key, strconv.FormatInt(nextB, 10), lb.Token()) // 5. B writes
+	mustSet(t, c.storeB, key, strconv.FormatInt(nextB, 10), lb.Token()) // 5. B writes
 	accepted++
 
-	e, _ := mustGet(t, storeB, key)
+	e, _ := mustGet(t, c.storeB, key)
 	if value, err = strconv.ParseInt(e.Value, 10, 64); err != nil {
 		t.Fatal(err)
 	}

@@ -25,33 +25,36 @@ import (
 // time, each waiting for the previous one's answer.
 func TestSQLReadModifyWriteOnPostgres(t *testing.T) {
 	psql, conn := postgres(t)
-	const tokA, tokB = 100, 200
+	claim := func(s *pgSession, tok int64) string {
+		return s.status(s.run("EXECUTE clm('', %d, 1)", tok), "UPDATE 1")
+	}
+	claimThenSelect := func(s *pgSession, tok int64) string {
+		s.want(s.run("EXECUTE clm0('', %d, 1)", tok), "UPDATE 1")
+		return s.status(s.run("EXECUTE sel('', 0, 1)"))
+	}
+	plainSelect := func(s *pgSession, _ int64) string { return s.status(s.run("EXECUTE sel('', 0, 1)")) }
 
 	t.Run("claim", func(t *testing.T) {
 		a, b := pgPair(t, psql, conn)
-		stA := a.status(a.run("EXECUTE clm('', %d, 1)", tokA), "UPDATE 1")
-		stB := b.status(b.run("EXECUTE clm('', %d, 1)", tokB), "UPDATE 1")
-		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, tokA), "UPDATE 0") // refused
-		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, tokB), "UPDATE 1")
+		aw, bw := interleave(a, b, claim)
+		a.want(aw, "UPDATE 0") // refused
+		b.want(bw, "UPDATE 1")
 		b.want(b.run("EXECUTE sel('', 0, 1)"), "new+B")
 		// A claim of a row that is not there returns no row.
-		b.want(b.run("EXECUTE clm('', %d, 2)", tokB), "UPDATE 0")
+		b.want(b.run("EXECUTE clm('', %d, 2)", pgTokB), "UPDATE 0")
 	})
 	t.Run("claim, then SELECT", func(t *testing.T) {
 		a, b := pgPair(t, psql, conn)
-		a.want(a.run("EXECUTE clm0('', %d, 1)", tokA), "UPDATE 1")
-		stA := a.status(a.run("EXECUTE sel('', 0, 1)"))
-		b.want(b.run("EXECUTE clm0('', %d, 1)", tokB), "UPDATE 1")
-		stB := b.status(b.run("EXECUTE sel('', 0, 1)"))
-		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, tokA), "UPDATE 0")
-		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, tokB), "UPDATE 1")
+		aw, bw := interleave(a, b, claimThenSelect)
+		a.want(aw, "UPDATE 0")
+		b.want(bw, "UPDATE 1")
 		b.want(b.run("EXECUTE sel('', 0, 1)"), "new+B")
 	})
 	t.Run("one statement", func(t *testing.T) {
 		a, b := pgPair(t, psql, conn)
-		b.want(b.run("EXECUTE add(5, %d, 1)", tokB), "UPDATE 1")
-		a.want(a.run("EXECUTE add(7, %d, 1)", tokA), "UPDATE 0") // late: refused
-		b.want(b.run("EXECUTE add(5, %d, 1)", tokB), "UPDATE 1") // re-sent or second: accepted
+		b.want(b.run("EXECUTE add(5, %d, 1)", pgTokB), "UPDATE 1")
+		a.want(a.run("EXECUTE add(7, %d, 1)", pgTokA), "UPDATE 0") // late: refused
+		b.want(b.run("EXECUTE add(5, %d, 1)", pgTokB), "UPDATE 1") // re-sent or second: accepted
 		b.want(b.run("SELECT total FROM orders WHERE id = 1"), "10")
 	})
 	t.Run("SELECT FOR UPDATE", func(t *testing.T) {
@@ -61,15 +64,15 @@ func TestSQLReadModifyWriteOnPostgres(t *testing.T) {
 		b.want(b.run("BEGIN"), "BEGIN")
 		b.send("EXECUTE lck('', 0, 1)")
 		b.waitsForLock(t, a)
-		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, tokA), "UPDATE 1")
+		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, pgTokA), "UPDATE 1")
 		a.want(a.run("COMMIT"), "COMMIT")
 		stB := b.status(b.result()) // B reads what A wrote
-		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, tokB), "UPDATE 1")
+		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, pgTokB), "UPDATE 1")
 		b.want(b.run("COMMIT"), "COMMIT")
 		// A holder whose transaction starts after B's is refused.
 		a.want(a.run("BEGIN"), "BEGIN")
 		stA = a.status(a.run("EXECUTE lck('', 0, 1)"))
-		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, tokA), "UPDATE 0")
+		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, pgTokA), "UPDATE 0")
 		a.want(a.run("COMMIT"), "COMMIT")
 		b.want(b.run("EXECUTE sel('', 0, 1)"), "new+A+B")
 	})
@@ -77,24 +80,37 @@ func TestSQLReadModifyWriteOnPostgres(t *testing.T) {
 	// The unsafe forms: both writes are accepted and A's update is lost.
 	t.Run("plain SELECT loses an update", func(t *testing.T) {
 		a, b := pgPair(t, psql, conn)
-		stA := a.status(a.run("EXECUTE sel('', 0, 1)"))
-		stB := b.status(b.run("EXECUTE sel('', 0, 1)"))
-		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, tokA), "UPDATE 1")
-		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, tokB), "UPDATE 1")
+		aw, bw := interleave(a, b, plainSelect)
+		a.want(aw, "UPDATE 1")
+		b.want(bw, "UPDATE 1")
 		b.want(b.run("EXECUTE sel('', 0, 1)"), "new+B")
 	})
 	t.Run("plain SELECT in a READ COMMITTED transaction loses an update", func(t *testing.T) {
 		a, b := pgPair(t, psql, conn)
 		a.want(a.run("BEGIN ISOLATION LEVEL READ COMMITTED"), "BEGIN")
-		stA := a.status(a.run("EXECUTE sel('', 0, 1)"))
+		stA := plainSelect(a, pgTokA)
 		b.want(b.run("BEGIN ISOLATION LEVEL READ COMMITTED"), "BEGIN")
-		stB := b.status(b.run("EXECUTE sel('', 0, 1)"))
-		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, tokA), "UPDATE 1")
+		stB := plainSelect(b, pgTokB)
+		a.want(a.run("EXECUTE upd('%s+A', %d, 1)", stA, pgTokA), "UPDATE 1")
 		a.want(a.run("COMMIT"), "COMMIT")
-		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, tokB), "UPDATE 1")
+		b.want(b.run("EXECUTE upd('%s+B', %d, 1)", stB, pgTokB), "UPDATE 1")
 		b.want(b.run("COMMIT"), "COMMIT")
 		b.want(b.run("EXECUTE sel('', 0, 1)"), "new+B")
 	})
+}
+
+// The tokens of holder A and of the next holder, B.
+const pgTokA, pgTokB = 100, 200
+
+// interleave runs A's read, B's read, A's write, B's write, each holder
+// reading with read (which returns the status it read) and writing what it
+// read with its name appended, and returns what the two writes printed.
+func interleave(a, b *pgSession, read func(s *pgSession, tok int64) string) (aWrite, bWrite []string) {
+	stA := read(a, pgTokA)
+	stB := read(b, pgTokB)
+	aWrite = a.run("EXECUTE upd('%s+A', %d, 1)", stA, pgTokA)
+	bWrite = b.run("EXECUTE upd('%s+B', %d, 1)", stB, pgTokB)
+	return aWrite, bWrite
 }
 
 // pgSession is one psql process: one database session of one holder.
