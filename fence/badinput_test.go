@@ -52,6 +52,9 @@ func TestBadInputRefusedBeforeIO(t *testing.T) {
 		if _, _, err := s.Get(ctx, key); !errors.Is(err, core.ErrInvalidKey) {
 			t.Errorf("Get(key of %d bytes): %v, want ErrInvalidKey", len(key), err)
 		}
+		if _, _, err := s.Claim(ctx, key, 1); !errors.Is(err, core.ErrInvalidKey) {
+			t.Errorf("Claim(key of %d bytes): %v, want ErrInvalidKey", len(key), err)
+		}
 	}
 	for _, token := range []int64{0, -1, -1 << 63} {
 		if err := s.Set(ctx, "k", "v", token); !errors.Is(err, fence.ErrInvalidToken) {
@@ -59,6 +62,9 @@ func TestBadInputRefusedBeforeIO(t *testing.T) {
 		}
 		if err := s.Delete(ctx, "k", token); !errors.Is(err, fence.ErrInvalidToken) {
 			t.Errorf("Delete(token %d): %v, want ErrInvalidToken", token, err)
+		}
+		if _, _, err := s.Claim(ctx, "k", token); !errors.Is(err, fence.ErrInvalidToken) {
+			t.Errorf("Claim(token %d): %v, want ErrInvalidToken", token, err)
 		}
 	}
 	for _, ttl := range []time.Duration{-time.Second, time.Microsecond} {
@@ -80,6 +86,7 @@ func TestRedisDown(t *testing.T) {
 		"fence set":    func(ctx context.Context) error { return s.Set(ctx, "k", "v", 2) },
 		"fence delete": func(ctx context.Context) error { return s.Delete(ctx, "k", 2) },
 		"fence get":    func(ctx context.Context) error { _, _, err := s.Get(ctx, "k"); return err },
+		"fence claim":  func(ctx context.Context) error { _, _, err := s.Claim(ctx, "k", 2); return err },
 	}
 	for op, call := range calls {
 		err := call(ctxT(t))

@@ -35,6 +35,12 @@ func TestCluster(t *testing.T) {
 			if f := raw(t, m.Client, key)["f"]; f != "200" {
 				t.Fatalf("%s: the master of its slot stores f=%q, want 200", key, f)
 			}
+			if e, ok := mustClaim(t, s, key, 250); !ok || e.Value != "new" || e.Token != 200 {
+				t.Fatalf("%s: Claim = %+v, %v", key, e, ok)
+			}
+			if f := raw(t, m.Client, key)["f"]; f != "250" {
+				t.Fatalf("%s: after the claim the master of its slot stores f=%q, want 250", key, f)
+			}
 			if err := s.Delete(ctx, key, 300); err != nil {
 				t.Fatalf("%s: Delete: %v", key, err)
 			}

@@ -17,10 +17,10 @@ import (
 
 // Sentinel errors.
 var (
-	// ErrStale: the store holds a newer token than the write's, so the write
-	// was refused and nothing changed. The writer's lease is over (another
-	// holder wrote since); it must not retry with the same token. The concrete
-	// error is a *StaleError.
+	// ErrStale: the store holds a newer token than the write's (or the
+	// claim's), so it was refused and nothing changed. The writer's lease is
+	// over (another holder wrote or claimed since); it must not retry with
+	// the same token. The concrete error is a *StaleError.
 	ErrStale = errors.New("fence: stale token")
 
 	// ErrInvalidToken: a token ≤ 0. Lease.Token is always > 0, so this is a
@@ -35,7 +35,7 @@ var (
 // StaleError is the concrete error behind ErrStale.
 type StaleError struct {
 	Key   string
-	Token int64 // the refused write's token
+	Token int64 // the refused write's (or claim's) token
 	// Current is the newer token the store holds; 0 when unknown (CheckRows:
 	// zero rows affected says only that the row did not match).
 	Current int64

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"log"
+	"strconv"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/fence"
@@ -33,6 +34,25 @@ func ExampleRedis_Set() {
 	})
 	if errors.Is(err, fence.ErrStale) {
 		log.Print("the lock was lost before the write landed; a newer holder's status stands")
+	}
+}
+
+// An increment is a read-modify-write: its read is a Claim, so a holder
+// whose lease ended cannot land its write between this read and this
+// write (its write is refused instead).
+func ExampleRedis_Claim() {
+	var store *fence.Redis // from fence.NewRedis
+	var lease *core.Lease  // from locks.Acquire
+	ctx := lease.Context()
+
+	e, _, err := store.Claim(ctx, "orders:42:total", lease.Token())
+	if err != nil {
+		log.Fatal(err) // ErrStale: a newer holder claimed or wrote since
+	}
+	total, _ := strconv.Atoi(e.Value) // no value yet: 0
+	err = store.Set(ctx, "orders:42:total", strconv.Itoa(total+5), lease.Token())
+	if errors.Is(err, fence.ErrStale) {
+		log.Print("a newer holder claimed after this read: its update stands")
 	}
 }
 

@@ -2,15 +2,12 @@ package fence_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
-	"github.com/lockkit/lockkit/internal/tcpproxy"
 	"github.com/lockkit/lockkit/internal/testkit"
-	"github.com/redis/go-redis/v9"
 )
 
 // The point of the package, end to end with core: holder A loses its lock,
@@ -54,60 +51,24 @@ func TestLateWriteOfALostLeaseRefused(t *testing.T) {
 	// its lease ends at its deadline, the lock expires on the server, B
 	// acquires and writes; then the network heals and A's held write lands.
 	t.Run("TTLExpiryWhileCutOff", func(t *testing.T) {
-		srv := redistest.Start(t)
-		proxyTo := func() (*tcpproxy.Proxy, *redis.Client) {
-			px, err := tcpproxy.New(srv.Addr())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = px.Close() })
-			rdb := srv.NewClient(func(o *redis.Options) {
-				o.Addr = px.Addr()
-				o.ReadTimeout, o.WriteTimeout = 20*time.Second, 20*time.Second
-			})
-			return px, rdb
-		}
-		pxLock, rdbLock := proxyTo()
-		pxWrite, rdbWrite := proxyTo()
-		a := testkit.Client(t, rdbLock, core.WithOwner("A"))
-		storeA := storeOn(t, rdbWrite)
-		b := testkit.Client(t, srv.NewClient(), core.WithOwner("B"))
-		storeB := storeOn(t, srv.NewClient())
+		c := newCutOff(t)
 		ctx := ctxT(t)
-
-		la, err := a.Acquire(ctx, "order:1", core.TTL(time.Second))
+		la, err := c.a.Acquire(ctx, "order:1", core.TTL(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
-		mustSet(t, storeA, "orders:1", "A-1", la.Token())
+		mustSet(t, c.storeA, "orders:1", "A-1", la.Token())
 
-		pxLock.Pause()
-		pxWrite.Pause()
-		sent := pxWrite.Stats().Upstream
-		late := make(chan error, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			late <- storeA.Set(ctx, "orders:1", "A-late", la.Token())
-		}()
-		testkit.WaitFor(t, 5*time.Second, "A's write in flight", func() bool { return pxWrite.Stats().Upstream > sent })
+		late := c.holdWrite(t, func(ctx context.Context) error {
+			return c.storeA.Set(ctx, "orders:1", "A-late", la.Token())
+		})
+		lb := c.handOver(t, la)
+		mustSet(t, c.storeB, "orders:1", "B-1", lb.Token())
 
-		testkit.Recv(t, la.Done(), 10*time.Second, "A's lease to end")
-		if !errors.Is(context.Cause(la.Context()), core.ErrLost) {
-			t.Fatalf("A's lease ended with %v, want ErrLost", context.Cause(la.Context()))
-		}
-		lb, err := b.Acquire(ctx, "order:1", core.Wait(10*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = lb.Release(context.Background()) }()
-		mustSet(t, storeB, "orders:1", "B-1", lb.Token())
-
-		pxWrite.Resume()
-		pxLock.Resume()
+		c.heal()
 		err = testkit.Recv(t, late, 30*time.Second, "A's late write to land")
 		wantStale(t, err, "orders:1", la.Token(), lb.Token())
-		if e, _ := mustGet(t, storeB, "orders:1"); e.Value != "B-1" || e.Token != lb.Token() {
+		if e, _ := mustGet(t, c.storeB, "orders:1"); e.Value != "B-1" || e.Token != lb.Token() {
 			t.Fatalf("record %+v, want B's write", e)
 		}
 	})

@@ -12,14 +12,15 @@ import (
 
 // Redis is a fenced key-value store on Redis: every write carries a fencing
 // token, and a write whose token is older than the last one stored for its
-// key is refused (ErrStale), atomically, in one round trip.
+// key is refused (ErrStale), atomically, in one round trip. The read of a
+// read-modify-write (Claim) carries the token too and stores it.
 //
 // Each key is one Redis hash:
 //
 //	v  the value (absent once deleted)
-//	f  the token of the last accepted write, decimal
+//	f  the token of the last accepted write or claim, decimal
 //	e  when the value expires, server ms since the epoch (only with TTL; on a
-//	   tombstone, when it was deleted)
+//	   record without a value, when it was deleted or first claimed)
 //
 // One hash rather than the value under the key plus a companion token key:
 // value and token are one Redis key, so they live in one cluster slot
@@ -33,11 +34,12 @@ type Redis struct {
 	keep any // keep in ms, boxed once as a script argument
 }
 
-// Entry is what Get returns.
+// Entry is what Get and Claim return.
 type Entry struct {
 	Value string
-	// Token is the token of the write that stored Value; when Get reports no
-	// value, the token of the last write or delete still kept (0 if none).
+	// Token is the last token stored for the key: of the write that stored
+	// Value, or of a Claim since; when there is no value, of the last write,
+	// delete or claim still kept (0 if none).
 	Token int64
 }
 
@@ -107,24 +109,65 @@ func (s *Redis) Delete(ctx context.Context, key string, token int64) error {
 	return s.written(ctx, cmd, "fence delete", key, token)
 }
 
-// Get returns the value of key and the token that wrote it. ok is false
+// Get returns the value of key and the token stored with it. ok is false
 // when there is no value (never written, deleted, expired); Entry.Token then
 // still says the last token the store keeps for key.
+//
+// Get does not fence: what a holder reads with it and then writes back may
+// overwrite a write it never saw. Read with Claim when the read decides the
+// write.
 func (s *Redis) Get(ctx context.Context, key string) (e Entry, ok bool, err error) {
 	if err := core.ValidateKey(key); err != nil {
 		return Entry{}, false, err
 	}
-	cmd := getScript.Run(ctx, s.rdb, []string{key})
+	return s.entry(ctx, getScript.Run(ctx, s.rdb, []string{key}), "fence get", key, 0)
+}
+
+// Claim is the read of a read-modify-write: it returns what Get would have
+// returned, and in the same atomic step records token as the last token
+// stored for key, as a write does. From then on a Set, Delete or Claim with
+// an older token is refused (ErrStale), so nothing a holder whose lease
+// ended sends can land between this read and the claimer's own Set; if a
+// newer holder claims in between, the claimer's Set is the one refused. A
+// newer token already stored refuses the claim itself (ErrStale) and
+// changes nothing.
+//
+// Read with Claim whenever what is read decides what is written. After a
+// Get, an older holder's write that lands before the Set is accepted (no
+// newer token is stored yet), and the Set then overwrites it unseen: the
+// older holder's update is lost although every write was fenced.
+//
+// An equal token is accepted, as by Set: a holder's second read, or
+// go-redis re-sending the claim (MaxRetries). The value and its expiry are
+// left as they are; a key without a value keeps the claimed token for the
+// store's keep (WithKeep) from the claim on.
+func (s *Redis) Claim(ctx context.Context, key string, token int64) (e Entry, ok bool, err error) {
+	if err := core.ValidateKey(key); err != nil {
+		return Entry{}, false, err
+	}
+	if err := checkToken(token); err != nil {
+		return Entry{}, false, err
+	}
+	return s.entry(ctx, claimScript.Run(ctx, s.rdb, []string{key}, token, s.keep), "fence claim", key, token)
+}
+
+// entry turns the reply of get.lua or claim.lua into Get's results: {value
+// or nil, token or nil}, or (claim.lua only) the newer stored token that
+// refused the claim.
+func (s *Redis) entry(ctx context.Context, cmd *redis.Cmd, op, key string, token int64) (e Entry, ok bool, err error) {
 	if err := cmd.Err(); err != nil {
-		return Entry{}, false, s.redisErr(ctx, "fence get", key, err)
+		return Entry{}, false, s.redisErr(ctx, op, key, err)
+	}
+	if cur, isStr := cmd.Val().(string); isStr && token != 0 {
+		return Entry{}, false, staleErr(op, key, cur, token)
 	}
 	r, _ := cmd.Val().([]any)
 	if len(r) != 2 {
-		return Entry{}, false, s.redisErr(ctx, "fence get", key, fmt.Errorf("unexpected reply %v", cmd.Val()))
+		return Entry{}, false, s.redisErr(ctx, op, key, fmt.Errorf("unexpected reply %v", cmd.Val()))
 	}
 	if f, isStr := r[1].(string); isStr {
 		if e.Token, err = strconv.ParseInt(f, 10, 64); err != nil {
-			return Entry{}, false, fmt.Errorf("fence get %q: the stored token %q is not a token: %w", key, f, err)
+			return Entry{}, false, fmt.Errorf("%s %q: the stored token %q is not a token: %w", op, key, f, err)
 		}
 	}
 	e.Value, ok = r[0].(string)
@@ -142,14 +185,20 @@ func (s *Redis) written(ctx context.Context, cmd *redis.Cmd, op, key string, tok
 	case int64:
 		return nil
 	case string:
-		cur, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%s %q: the stored token %q is not a token: %w", op, key, v, err)
-		}
-		return &StaleError{Key: key, Token: token, Current: cur}
+		return staleErr(op, key, v, token)
 	default:
 		return s.redisErr(ctx, op, key, fmt.Errorf("unexpected reply %v", v))
 	}
+}
+
+// staleErr is the *StaleError for a refused token, cur being the newer
+// token a script found stored.
+func staleErr(op, key, cur string, token int64) error {
+	n, err := strconv.ParseInt(cur, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%s %q: the stored token %q is not a token: %w", op, key, cur, err)
+	}
+	return &StaleError{Key: key, Token: token, Current: n}
 }
 
 // redisErr classifies a failed call: the caller's ctx error when ctx ended,

@@ -183,6 +183,12 @@ func TestScriptFlushed(t *testing.T) {
 		if err := srv.Client.ScriptFlush(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := s.Claim(ctxT(t), "r", int64(10+i)); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Client.ScriptFlush(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
 		if err := s.Delete(ctxT(t), "x", int64(10+i)); err != nil {
 			t.Fatal(err)
 		}
@@ -198,6 +204,9 @@ func TestWrongType(t *testing.T) {
 	}
 	if _, _, err := s.Get(ctxT(t), "plain"); !errors.Is(err, fence.ErrNotRecord) {
 		t.Fatalf("Get on a string key: %v, want ErrNotRecord", err)
+	}
+	if _, _, err := s.Claim(ctxT(t), "plain", 1); !errors.Is(err, fence.ErrNotRecord) {
+		t.Fatalf("Claim on a string key: %v, want ErrNotRecord", err)
 	}
 }
 

@@ -22,9 +22,9 @@ func evalshaCalls(t *testing.T, srv *redistest.Server) int {
 	return int(st["evalsha"].Calls)
 }
 
-// go-redis re-sends a write whose reply timed out (MaxRetries). The first
-// send was applied and its reply lost; the re-sent script finds its own
-// token stored and must succeed, not report ErrStale.
+// go-redis re-sends a write (or claim) whose reply timed out (MaxRetries).
+// The first send was applied and its reply lost; the re-sent script finds
+// its own token stored and must succeed, not report ErrStale.
 func TestRetriedWriteIsIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
 	px, err := tcpproxy.New(srv.Addr())
@@ -44,16 +44,20 @@ func TestRetriedWriteIsIdempotent(t *testing.T) {
 	s := storeOn(t, rdb)
 	mustSet(t, s, "r", "a", 100) // loads the script
 
-	for _, op := range []string{"set", "delete"} {
+	for _, op := range []string{"set", "claim", "delete"} {
 		before, dropped := evalshaCalls(t, srv), px.Stats().Dropped
 		px.DropReplies(true)
 		done := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if op == "set" {
+			switch op {
+			case "set":
 				done <- s.Set(ctx, "r", "b", 200)
-			} else {
+			case "claim":
+				_, _, err := s.Claim(ctx, "r", 250)
+				done <- err
+			default:
 				done <- s.Delete(ctx, "r", 300)
 			}
 		}()
@@ -70,5 +74,5 @@ func TestRetriedWriteIsIdempotent(t *testing.T) {
 	if ok || e.Token != 300 {
 		t.Fatalf("Get = %+v, %v; want deleted at token 300", e, ok)
 	}
-	wantStale(t, s.Set(ctxT(t), "r", "late", 200), "r", 200, 300)
+	wantStale(t, s.Set(ctxT(t), "r", "late", 250), "r", 250, 300)
 }

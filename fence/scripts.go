@@ -27,4 +27,8 @@ var (
 	//go:embed scripts/get.lua
 	getLua    string
 	getScript = redis.NewScript(libLua + getLua)
+
+	//go:embed scripts/claim.lua
+	claimLua    string
+	claimScript = redis.NewScript(libLua + claimLua)
 )

@@ -40,6 +40,12 @@ const (
 	sqlUpsert = `INSERT INTO orders (id, status, fence) VALUES ($3, $1, $2)
 ON CONFLICT (id) DO UPDATE SET status = EXCLUDED.status, fence = EXCLUDED.fence
 WHERE orders.fence <= EXCLUDED.fence;`
+
+	// read-modify-write
+	sqlAdd     = `UPDATE orders SET total = total + $1, fence = $2 WHERE id = $3 AND fence <= $2;`
+	sqlClaim   = `UPDATE orders SET fence = $2 WHERE id = $3 AND fence <= $2 RETURNING status;`
+	sqlLockRow = `SELECT status FROM orders WHERE id = $3 FOR UPDATE;`
+	sqlRead    = `SELECT status FROM orders WHERE id = $3;` // not safe before a write
 )
 
 // TestSQLPatternInDoc keeps the tested statements and the documentation
@@ -50,7 +56,7 @@ func TestSQLPatternInDoc(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := strings.ReplaceAll(string(src), "\n//\t", "\n")
-	for _, stmt := range []string{sqlUpdate, sqlUpsert, strings.TrimSuffix(sqlSelect, ";")} {
+	for _, stmt := range []string{sqlUpdate, sqlUpsert, strings.TrimSuffix(sqlSelect, ";"), sqlAdd, sqlClaim, sqlLockRow, sqlRead} {
 		if !strings.Contains(doc, stmt) {
 			t.Errorf("doc.go does not show the tested statement:\n%s", stmt)
 		}
@@ -63,17 +69,7 @@ func TestSQLPatternInDoc(t *testing.T) {
 // rows each one affects. FENCE_PG is a libpq connection string (default
 // host=127.0.0.1 dbname=test); skipped without psql or a server.
 func TestSQLPatternOnPostgres(t *testing.T) {
-	psql, err := exec.LookPath("psql")
-	if err != nil {
-		t.Skip("psql not on PATH")
-	}
-	conn := os.Getenv("FENCE_PG")
-	if conn == "" {
-		conn = "host=127.0.0.1 dbname=test connect_timeout=5"
-	}
-	if out, err := exec.Command(psql, "-X", "-Atc", "select 1", conn).CombinedOutput(); err != nil {
-		t.Skipf("no PostgreSQL at %q: %v %s", conn, err, out)
-	}
+	psql, conn := postgres(t)
 	upd := strings.TrimSuffix(sqlUpdate, ";")
 	sel := strings.ReplaceAll(strings.TrimSuffix(sqlSelect, ";"), "$3", "$1")
 	ups := strings.TrimSuffix(sqlUpsert, ";")
@@ -118,4 +114,23 @@ SELECT id, status, fence FROM orders ORDER BY id;
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("psql output:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// postgres returns psql's path and the connection string of the test
+// database (FENCE_PG, a libpq connection string; default host=127.0.0.1
+// dbname=test), or skips the test: CI's machine need not run PostgreSQL.
+func postgres(t *testing.T) (psql, conn string) {
+	t.Helper()
+	psql, err := exec.LookPath("psql")
+	if err != nil {
+		t.Skip("psql not on PATH")
+	}
+	conn = os.Getenv("FENCE_PG")
+	if conn == "" {
+		conn = "host=127.0.0.1 dbname=test connect_timeout=5"
+	}
+	if out, err := exec.Command(psql, "-X", "-Atc", "select 1", conn).CombinedOutput(); err != nil {
+		t.Skipf("no PostgreSQL at %q: %v %s", conn, err, out)
+	}
+	return psql, conn
 }

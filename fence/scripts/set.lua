@@ -13,8 +13,8 @@
 --
 -- The field e is present exactly when the key has a TTL: a value with a TTL
 -- (then e is when the value expires, and the key lives keep longer, so the
--- token keeps fencing late writers after the value is gone) or a tombstone
--- left by delete.lua.
+-- token keeps fencing late writers after the value is gone) or a record
+-- without a value, left by delete.lua or claim.lua.
 local r = redis.call('HMGET', KEYS[1], 'f', 'e')
 if r[1] and newer(r[1], ARGV[2]) then
   return r[1]

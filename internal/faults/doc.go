@@ -11,6 +11,10 @@
 //   - Resource is a fenced store: a write carrying a fencing token lower than
 //     the highest it has seen is rejected, and a read-modify-write that
 //     overwrote a write it never read counts as a lost update.
+//   - CounterHistory records the read-modify-writes of a counter kept in a
+//     real fenced store (package fence) and checks with porcupine that they
+//     are linearizable: a refused write is a no-op, a lost update is not
+//     linearizable.
 //   - Liveness checks that every waiter acquired within a bound after the
 //     faults healed; LeftLocks lists lock hashes still owned in Redis (an `o`
 //     field) and keys kept without a TTL.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -31,6 +30,7 @@ type childMsg struct {
 	Value   int64  `json:"value,omitempty"`
 	Version uint64 `json:"version,omitempty"`
 	OK      bool   `json:"ok,omitempty"`
+	Stale   bool   `json:"stale,omitempty"` // refused: a newer token is stored
 	Err     string `json:"err,omitempty"`
 
 	// report
@@ -57,60 +57,8 @@ func TestS01ClientPausedPastTTL(t *testing.T) {
 	const key = "s01:pause"
 	const ttl = time.Second
 	srv := redistest.Start(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=holder", "LOCK_ADDR="+srv.Addr(), "LOCK_KEY="+key, "LOCK_TTL="+ttl.String())
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	lines := make(chan childMsg, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var m childMsg
-			if json.Unmarshal(sc.Bytes(), &m) == nil {
-				lines <- m
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		for range lines { // drain until the reader ends
-		}
-	})
-	reply := func(m childMsg) {
-		b, _ := json.Marshal(m)
-		if _, err := fmt.Fprintf(stdin, "%s\n", b); err != nil {
-			t.Fatalf("write to child: %v", err)
-		}
-	}
-	next := func(want string) childMsg {
-		t.Helper()
-		m, ok := <-lines
-		if !ok {
-			t.Fatalf("child ended before %q: %v", want, <-exited)
-		}
-		if m.Ev != want {
-			t.Fatalf("child said %+v, want %q", m, want)
-		}
-		return m
-	}
+	c := startChild(t, "holder", "LOCK_ADDR="+srv.Addr(), "LOCK_KEY="+key, "LOCK_TTL="+ttl.String())
+	reply, next := c.send, c.next
 	hist, res := faults.NewHistory(), faults.NewResource()
 	live := faults.NewLiveness("parent")
 	ctx := testkit.Context(t, 60*time.Second)
@@ -120,9 +68,7 @@ func TestS01ClientPausedPastTTL(t *testing.T) {
 	snap := res.Read(key)
 	reply(childMsg{Ev: "snapshot", Value: snap.Value, Version: snap.Version})
 	next("ready") // mid read-modify-write
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	c.signal(syscall.SIGSTOP)
 	stoppedAt := time.Now()
 
 	// Another client takes the lock once the paused holder's expires.
@@ -143,18 +89,14 @@ func TestS01ClientPausedPastTTL(t *testing.T) {
 	if d := time.Until(childUntil); d > 0 {
 		t.Fatalf("second client holds %v before the child's deadline", d)
 	}
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	c.signal(syscall.SIGCONT)
 	reply(childMsg{Ev: "go"})
 
 	w := next("write")
 	werr := res.Write(key, w.Token, faults.Snapshot{Value: w.Value - 1, Version: w.Version}, w.Value)
 	reply(childMsg{Ev: "written", OK: werr == nil, Err: fmt.Sprint(werr)})
 	rep := next("report")
-	if err := recv(t, exited, 20*time.Second, "the child to exit"); err != nil {
-		t.Fatalf("child: %v", err)
-	}
+	c.wait()
 
 	// The paused holder found its lease lost, and its validity over, on resume.
 	if !rep.UntilPassedAtResume {
