@@ -94,7 +94,7 @@ func (i stream) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.
 }
 
 // boundConn tells the hold when the handler waits for a message (MaxHold
-// frees an idle stream's lock).
+// frees the lock of a stream waiting on its client, to receive or to send).
 type boundConn struct {
 	connect.StreamingHandlerConn
 	c    *config
@@ -108,6 +108,12 @@ type boundConn struct {
 func (s *boundConn) Receive(m any) error {
 	return s.c.policy.Receive(s.ctx, s.Spec().Procedure, s.hold,
 		func() error { return s.StreamingHandlerConn.Receive(m) }, setPushback)
+}
+
+// Send sends m while the hold knows the handler waiting on its client
+// (guard.Hold.Send): a client that stops reading frees the lock at MaxHold.
+func (s *boundConn) Send(m any) error {
+	return s.hold.Send(func() error { return s.StreamingHandlerConn.Send(m) })
 }
 
 // firstMsgConn is a stream keyed by its first message: rpckey's

@@ -54,9 +54,10 @@ func TTL(d time.Duration) Option { return func(c *config) { c.rpc.Guard.Request.
 // MaxHold bounds how long a call holds its lock (core.MaxHold): then the
 // handler's context ends with cause core.ErrMaxHold and the lock is no
 // longer renewed; it is released when the handler returns. A stream's
-// handler waiting in Receive at that moment is idle: its lock is released
-// at once, and that Receive fails, so a stream that stays silent cannot
-// keep its key. Default 0: no bound.
+// handler waiting on its client then, in Receive or Send, or starting to
+// later, is idle: its lock is released at once (that Receive fails; that
+// Send's message still goes), so a stream whose client stays silent or
+// stops reading cannot keep its key. Default 0: no bound.
 func MaxHold(d time.Duration) Option { return func(c *config) { c.rpc.Guard.Request.MaxHold = d } }
 
 // OnLost replaces the CodeAborted answer of a call whose handler failed

@@ -65,8 +65,14 @@ func (h *handler) serve(c *echo.Context) error {
 
 func (h *handler) Run(c *echo.Context, hold *guard.Hold) error {
 	req := c.Request()
-	c.SetRequest(req.WithContext(hold.Ctx))
+	bound := req.WithContext(hold.Ctx)
+	bound.Body = hold.Body(req.Body) // MaxHold bounds a handler waiting on its client too
+	c.SetRequest(bound)
 	defer c.SetRequest(req)
+	if res := c.Response(); hold.BoundsIO() {
+		c.SetResponse(hold.Writer(res))
+		defer c.SetResponse(res)
+	}
 	h.m.SetToken(c.Response().Header(), hold)
 	return h.next(c)
 }

@@ -81,7 +81,14 @@ func (m *lockMiddleware) wrap(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		defer m.release(c, h)
 		defer c.SetRequest(req)
-		c.SetRequest(req.WithContext(h.Ctx))
+		bound := req.WithContext(h.Ctx)
+		bound.Body = h.Body(req.Body) // MaxHold bounds a handler waiting on its client too
+		c.SetRequest(bound)
+		if res := c.Response(); h.BoundsIO() {
+			w := res.Writer
+			res.Writer = h.Writer(w)
+			defer func() { res.Writer = w }()
+		}
 		m.g.SetToken(c.Response().Header(), h)
 		return next(c)
 	}

@@ -48,8 +48,9 @@ func (m *middleware) handle(c *gin.Context) {
 		m.stop(c, h)
 		return
 	}
+	w := c.Writer
 	defer func() {
-		c.Request = req
+		c.Request, c.Writer = req, w
 		if err := h.Release(); err != nil {
 			if m.cfg.onRelease != nil {
 				m.cfg.onRelease(c, err)
@@ -59,6 +60,10 @@ func (m *middleware) handle(c *gin.Context) {
 		}
 	}()
 	c.Request = req.WithContext(h.Ctx)
+	if h.BoundsIO() { // MaxHold bounds a handler waiting on its client too
+		c.Request.Body = h.Body(req.Body)
+		c.Writer = &holdWriter{ResponseWriter: w, h: h}
+	}
 	h.SetToken(c.Writer.Header(), m.cfg.tokenHdr)
 	c.Next()
 }
@@ -81,4 +86,30 @@ func Lease(c *gin.Context) (*core.Lease, bool) {
 		return nil, false
 	}
 	return core.LeaseFromContext(c.Request.Context())
+}
+
+// holdWriter is gin's answer writer under a hold with a MaxHold: each
+// write is client I/O (guard.Hold.BeginIO), as guard.Hold.Writer makes a
+// net/http one.
+type holdWriter struct {
+	gin.ResponseWriter
+	h *guard.Hold
+}
+
+func (w *holdWriter) Write(p []byte) (int, error) {
+	w.h.BeginIO()
+	defer w.h.EndIO()
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *holdWriter) WriteString(s string) (int, error) {
+	w.h.BeginIO()
+	defer w.h.EndIO()
+	return w.ResponseWriter.WriteString(s)
+}
+
+func (w *holdWriter) Flush() {
+	w.h.BeginIO()
+	defer w.h.EndIO()
+	w.ResponseWriter.Flush()
 }

@@ -94,7 +94,9 @@ func TTL(d time.Duration) Option { return func(c *config) { c.guard.Request.TTL 
 // MaxHold bounds how long a request holds its lock (core.MaxHold): d after
 // the lock was taken, the handler's context ends with cause core.ErrMaxHold
 // and the lock is no longer renewed; it is released when the handler
-// returns (OnReleaseError is told, err matching core.ErrMaxHold), or expires
+// returns (OnReleaseError is told, err matching core.ErrMaxHold), at once
+// while the handler reads the request body or writes the answer (its
+// client decides how long that takes: guard.Hold.BeginIO), or expires
 // within one TTL if the handler never returns. Default 0: no bound. Use it
 // where a client can keep a handler busy (a request body sent slowly); the
 // server's ReadTimeout bounds the rest.

@@ -79,9 +79,11 @@ func FromFirstMessage() Option { return func(c *config) { c.rpc.FirstMessage = t
 // MaxHold bounds how long a call holds its lock (core.MaxHold): d after the
 // lock was taken, the handler's context ends with cause core.ErrMaxHold and
 // the lock is no longer renewed; it is released when the handler returns.
-// A stream's handler waiting in RecvMsg at that moment is idle: its lock is
-// released at once, and that RecvMsg (and every later one) fails, so a
-// stream that stays silent cannot keep its key past d. A handler that
+// A stream's handler waiting on its client then, in RecvMsg or SendMsg, or
+// starting to later, is idle: its lock is released at once (that RecvMsg,
+// and every later one, fails; that SendMsg's message still goes), so a
+// stream whose client stays silent or stops reading cannot keep its key
+// past d. A handler that
 // failed for it is answered codes.Aborted with a retry hint; OnReleaseError
 // is told. Default 0: no bound.
 func MaxHold(d time.Duration) Option { return func(c *config) { c.rpc.Guard.Request.MaxHold = d } }

@@ -41,8 +41,8 @@ func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamSer
 }
 
 // boundStream hands the handler the lease-bound context, and tells the hold
-// when the handler waits for a message (MaxHold frees an idle stream's
-// lock).
+// when the handler waits on its client, to receive or to send (MaxHold
+// frees the lock of a stream waiting so).
 type boundStream struct {
 	grpc.ServerStream
 	ctx    context.Context
@@ -59,4 +59,10 @@ func (s *boundStream) Context() context.Context { return s.ctx }
 func (s *boundStream) RecvMsg(m any) error {
 	return s.c.policy.Receive(s.ServerStream.Context(), s.method, s.hold,
 		func() error { return s.ServerStream.RecvMsg(m) }, streamPushback(s.ServerStream))
+}
+
+// SendMsg sends m while the hold knows the handler waiting on its client
+// (guard.Hold.Send): a client that stops reading frees the lock at MaxHold.
+func (s *boundStream) SendMsg(m any) error {
+	return s.hold.Send(func() error { return s.ServerStream.SendMsg(m) })
 }

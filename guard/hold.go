@@ -39,12 +39,12 @@ type Hold struct {
 	timeout time.Duration
 	maxHold time.Duration
 
-	once   sync.Once // the release: at the handler's return, or while it is idle
+	once   sync.Once // the release: at the handler's return, or while it waits on its client
 	relErr error     // what Release reports
 
-	mu        sync.Mutex
-	receiving bool        // the handler waits in a receive (BeginReceive)
-	idleStop  func() bool // stops the watch of an idle handler's MaxHold
+	mu       sync.Mutex
+	inIO     int         // the handler's goroutines waiting on its client (BeginIO)
+	idleStop func() bool // stops the watch of a waiting handler's MaxHold
 }
 
 // OK reports whether the handler may run.
@@ -178,8 +178,8 @@ func (h *Hold) leaseCtx() context.Context {
 // ReleaseTimeout, or the Client's release timeout), so a client that hung
 // up or a handler that panicked never strands the lock. Call it in a defer
 // right after an OK Acquire; it is a no-op when nothing is held, and when
-// an idle handler's lock was released at its MaxHold (BeginReceive) it
-// only reports.
+// the lock was released at its MaxHold while the handler waited on its
+// client (BeginIO) it only reports.
 //
 // It returns what the adapter reports through its release-error hook: an
 // error matching core.ErrLost when the lease was lost while the handler
@@ -222,24 +222,22 @@ func (h *Hold) release() {
 	h.relErr = err
 }
 
-// BeginReceive tells h that the handler now waits for the client's next
-// message (a stream's receive), doing nothing under the lock, until
-// EndReceive. If the hold ends by its MaxHold while the handler waits, the
-// lock is released at once, without waiting for the handler to return: the
-// handler is idle and its context has ended, so nobody runs beside it, and
-// a stream that stays silent frees its key at its bound. It returns an
-// error matching core.ErrMaxHold, and the handler must not receive, once
-// the hold has ended so.
-func (h *Hold) BeginReceive() error {
-	if h.Lease == nil || h.maxHold <= 0 {
-		return nil
-	}
-	if h.Overran() {
-		return h.overranErr()
+// BeginIO tells h that a goroutine of the handler now waits on its client,
+// doing nothing under the lock, until EndIO: a stream's receive or send, a
+// request body's read, an answer's write (Receive, Send, Body and Writer
+// call it). A client decides how long those take: one that stops reading or
+// sending, or dribbles, would hold the lock until the handler returns. So
+// if the hold ends by its MaxHold while a goroutine of the handler waits so,
+// or has ended when one begins to, the lock is released at once, without
+// waiting for the handler to return: its context has ended, and what it
+// waits to send was made under the lock. With no MaxHold, or nothing held,
+// it does nothing.
+func (h *Hold) BeginIO() {
+	if !h.BoundsIO() {
+		return
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.receiving = true
+	h.inIO++
 	if h.idleStop == nil {
 		ctx := h.leaseCtx()
 		h.idleStop = context.AfterFunc(ctx, func() {
@@ -247,45 +245,64 @@ func (h *Hold) BeginReceive() error {
 				return
 			}
 			h.mu.Lock()
-			idle := h.receiving
+			waiting := h.inIO > 0
 			h.mu.Unlock()
-			if idle {
+			if waiting {
 				h.once.Do(h.release)
 			}
 		})
 	}
-	return nil
+	h.mu.Unlock()
+	if h.Overran() {
+		h.once.Do(h.release)
+	}
 }
 
-// EndReceive ends what BeginReceive began, with err, what the receive
-// returned. It returns err, or, when the hold ended by its MaxHold
-// meanwhile, an error matching core.ErrMaxHold: the message received must
-// not be used, it came after the lock's bound.
-func (h *Hold) EndReceive(err error) error {
-	if h.Lease == nil || h.maxHold <= 0 {
-		return err
+// EndIO ends what BeginIO began.
+func (h *Hold) EndIO() {
+	if !h.BoundsIO() {
+		return
 	}
 	h.mu.Lock()
-	h.receiving = false
+	h.inIO--
 	h.mu.Unlock()
+}
+
+// Receive is one receive of a stream under h (nil: nothing held), recv
+// the framework's, as client I/O (BeginIO). Past the hold's MaxHold it
+// returns an error matching core.ErrMaxHold (the adapter answers it as a
+// handler failing for it), whatever recv returned, and does not receive
+// at all once the hold has ended so: a message that comes after the
+// lock's bound must not be used.
+func (h *Hold) Receive(recv func() error) error {
+	if h == nil {
+		return recv()
+	}
+	h.BeginIO()
+	if h.Overran() {
+		h.EndIO()
+		return h.overranErr()
+	}
+	err := recv()
+	h.EndIO()
 	if h.Overran() {
 		return h.overranErr()
 	}
 	return err
 }
 
-// Receive is one receive of a stream under h (nil: nothing held), recv
-// the framework's: BeginReceive, recv, EndReceive. Past the hold's MaxHold
-// it returns an error matching core.ErrMaxHold (the adapter answers it as a
-// handler failing for it), whatever recv returned.
-func (h *Hold) Receive(recv func() error) error {
+// Send is one send to the client under h (nil: nothing held), send the
+// framework's, as client I/O (BeginIO): a stream's message, an answer's
+// bytes. It returns what send returns: past MaxHold the message still
+// goes, as it was made under the lock, and the handler learns of the bound
+// from its context.
+func (h *Hold) Send(send func() error) error {
 	if h == nil {
-		return recv()
+		return send()
 	}
-	if err := h.BeginReceive(); err != nil {
-		return err
-	}
-	return h.EndReceive(recv())
+	h.BeginIO()
+	defer h.EndIO()
+	return send()
 }
 
 func (h *Hold) overranErr() error {

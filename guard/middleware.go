@@ -71,8 +71,9 @@ type MiddlewareConfig[C any] struct {
 	TTL time.Duration
 	// MaxHold bounds how long a request holds its lock (core.MaxHold): then
 	// the handler's context ends with cause core.ErrMaxHold, the lock is no
-	// longer renewed and is released when the handler returns
-	// (ReleaseErrorHandler is told). 0: no bound.
+	// longer renewed and is released when the handler returns, or at once
+	// while the handler reads the request body or writes the answer
+	// (Hold.BeginIO) (ReleaseErrorHandler is told). 0: no bound.
 	MaxHold time.Duration
 	// FailOpen runs the handler without the lock when Redis is unavailable
 	// (the Observer's Unlocked is told). Default: fail-closed, 503.

@@ -71,7 +71,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	h.SetToken(w.Header(), m.cfg.tokenHdr)
-	m.next.ServeHTTP(w, r.WithContext(h.Ctx))
+	r = r.WithContext(h.Ctx)
+	r.Body = h.Body(r.Body) // MaxHold bounds a handler waiting on its client too
+	m.next.ServeHTTP(h.Writer(w), r)
 }
 
 // stop answers a request that may not run.

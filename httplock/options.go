@@ -99,7 +99,9 @@ func ReleaseTimeout(d time.Duration) Option { return func(c *config) { c.guard.R
 // MaxHold bounds how long a request holds its lock (core.MaxHold): d after
 // the lock was taken, the handler's context ends with cause core.ErrMaxHold
 // and the lock is no longer renewed; it is released when the handler
-// returns (OnReleaseError is told, err matching core.ErrMaxHold), or expires
+// returns (OnReleaseError is told, err matching core.ErrMaxHold), at once
+// while the handler reads the request body or writes the answer (its
+// client decides how long that takes: guard.Hold.BeginIO), or expires
 // within one TTL if the handler never returns. Default 0: no bound.
 func MaxHold(d time.Duration) Option { return func(c *config) { c.guard.Request.MaxHold = d } }
 

@@ -43,12 +43,13 @@ func (s *FirstMessage[R]) Receive(m any, recv func(any) error) error {
 }
 
 // Send is the handler's send of m by send, the framework's: the lock's
-// refusal once it refused the stream.
+// refusal once it refused the stream, else a send the hold knows the
+// handler waiting on its client (guard.Hold.Send).
 func (s *FirstMessage[R]) Send(m any, send func(any) error) error {
 	if err := s.lock.Refused(); err != nil {
 		return err
 	}
-	return send(m)
+	return s.lock.Hold().Send(func() error { return send(m) })
 }
 
 // Finish ends the stream after its handler returned err, releasing its

@@ -40,7 +40,7 @@ func connectOptions(m conformance.Method) []connectlock.Option {
 		{m.FailOpen, connectlock.FailOpen},
 		{m.RW == conformance.RWRead, connectlock.ReadSide},
 		{m.RW == conformance.RWWrite, connectlock.WriteSide},
-		{m.Stream, connectlock.FromFirstMessage},
+		{m.Stream || m.SendHandler != nil, connectlock.FromFirstMessage},
 		{m.ReleaseError != nil, func() connectlock.Option {
 			return connectlock.OnReleaseError(func(_ context.Context, _ string, err error) { m.ReleaseError(err) })
 		}},
@@ -62,6 +62,11 @@ func serveConnect(t testing.TB, client *core.Client, methods ...conformance.Meth
 	mux := http.NewServeMux()
 	for _, m := range methods {
 		p := procedure(m.Name)
+		if m.SendHandler != nil {
+			mux.Handle(p, connect.NewServerStreamHandler(p, connectServerStream(m),
+				connect.WithInterceptors(connectlock.StreamInterceptor(client, connectOptions(m)...))))
+			continue
+		}
 		if m.Stream {
 			mux.Handle(p, connect.NewClientStreamHandler(p, connectStream(m),
 				connect.WithInterceptors(connectlock.StreamInterceptor(client, connectOptions(m)...))))
@@ -116,6 +121,18 @@ func (c connectCaller) Call(ctx context.Context, name, id string, md ...string) 
 	}
 	_, err := c.client(name).CallUnary(ctx, req)
 	return connectReply(err)
+}
+
+func connectServerStream(m conformance.Method) func(context.Context, *connect.Request[wrapperspb.StringValue], *connect.ServerStream[wrapperspb.StringValue]) error {
+	return func(ctx context.Context, req *connect.Request[wrapperspb.StringValue], s *connect.ServerStream[wrapperspb.StringValue]) error {
+		return m.SendHandler(ctx, req.Msg.GetValue(), func(v string) error { return s.Send(wrapperspb.String(v)) })
+	}
+}
+
+func (c connectCaller) Watch(ctx context.Context, name, id string) error {
+	p := procedure(name)
+	_, err := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](c.srv.Client(), c.srv.URL+p).CallServerStream(ctx, connect.NewRequest(wrapperspb.String(id)))
+	return err
 }
 
 func (c connectCaller) Stream(ctx context.Context, name string) (conformance.ClientStream, error) {

@@ -57,7 +57,7 @@ func grpcOptions(m conformance.Method) []grpclock.Option {
 	if f := m.ReleaseError; f != nil {
 		opts = append(opts, grpclock.OnReleaseError(func(_ context.Context, _ string, err error) { f(err) }))
 	}
-	if m.Stream {
+	if m.Stream || m.SendHandler != nil {
 		opts = append(opts, grpclock.FromFirstMessage())
 	}
 	if m.NilResponders {
@@ -71,6 +71,11 @@ func serveGRPC(t testing.TB, client *core.Client, methods ...conformance.Method)
 	unary, stream := map[string]grpc.UnaryServerInterceptor{}, map[string]grpc.StreamServerInterceptor{}
 	desc := grpc.ServiceDesc{ServiceName: suiteService, HandlerType: (*any)(nil)}
 	for _, m := range methods {
+		if m.SendHandler != nil {
+			stream[procedure(m.Name)] = grpclock.StreamServerInterceptor(client, grpcOptions(m)...)
+			desc.Streams = append(desc.Streams, grpc.StreamDesc{StreamName: m.Name, ServerStreams: true, Handler: grpcServerStream(m)})
+			continue
+		}
 		if m.Stream {
 			stream[procedure(m.Name)] = grpclock.StreamServerInterceptor(client, grpcOptions(m)...)
 			desc.Streams = append(desc.Streams, grpc.StreamDesc{StreamName: m.Name, ClientStreams: true, Handler: grpcStream(m)})
@@ -136,7 +141,28 @@ func grpcStream(m conformance.Method) grpc.StreamHandler {
 	}
 }
 
+func grpcServerStream(m conformance.Method) grpc.StreamHandler {
+	return func(_ any, ss grpc.ServerStream) error {
+		in := new(wrapperspb.StringValue)
+		if err := ss.RecvMsg(in); err != nil {
+			return err
+		}
+		return m.SendHandler(ss.Context(), in.GetValue(), func(s string) error { return ss.SendMsg(wrapperspb.String(s)) })
+	}
+}
+
 type grpcCaller struct{ conn *grpc.ClientConn }
+
+func (c grpcCaller) Watch(ctx context.Context, name, id string) error {
+	cs, err := c.conn.NewStream(ctx, &grpc.StreamDesc{StreamName: name, ServerStreams: true}, procedure(name))
+	if err != nil {
+		return err
+	}
+	if err := cs.SendMsg(wrapperspb.String(id)); err != nil {
+		return err
+	}
+	return cs.CloseSend()
+}
 
 func (c grpcCaller) Call(ctx context.Context, name, id string, md ...string) conformance.Reply {
 	for i := 0; i+1 < len(md); i += 2 {

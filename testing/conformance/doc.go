@@ -25,7 +25,8 @@
 // forged CORS preflight too, with the framework's CORS middleware before
 // and after the lock: Route.CORS), identical answer headers for each outcome (also with every
 // On* responder set and then set to nil: the default answer), MaxHold ending the
-// handler's context and freeing the lock, the route's key, the kinds of
+// handler's context and freeing the lock (a handler blocked in a body read
+// or an answer write too), the route's key, the kinds of
 // lock (Limit, read/write, several keys), and core.MaxWaiters given through
 // AcquireOptions bounding every kind's local queue.
 //
@@ -33,7 +34,7 @@
 // of the suite's service and returns a Caller; RunRPC runs the scenarios
 // that apply to RPC (exclusion, no-wait and limit answers with their retry
 // hints, Redis down, bad and misconfigured keys, identical answers for each
-// outcome (also with every On* responder set and then set to nil), MaxHold, an idle stream past its bound freeing its lock,
+// outcome (also with every On* responder set and then set to nil), MaxHold, an idle stream past its bound freeing its lock, a stream blocked in a send freeing it too,
 // core.MaxWaiters through AcquireOptions bounding every kind's local
 // queue), and RunRPCPair two protocols on one resource.
 //

@@ -65,6 +65,10 @@ type Method struct {
 	// received (the first one's took the lock), io.EOF at the end or the
 	// error the adapter gave the receive.
 	StreamHandler func(ctx context.Context, recv func() (string, error)) error
+	// SendHandler, when set, makes the method a server stream keyed by its
+	// one request message (the adapter's FromFirstMessage): id is the
+	// message's, send sends the client a message carrying a string.
+	SendHandler func(ctx context.Context, id string, send func(string) error) error
 }
 
 // Caller calls the methods of one replica.
@@ -76,6 +80,10 @@ type Caller interface {
 	Call(ctx context.Context, name, id string, md ...string) Reply
 	// Stream opens client stream name.
 	Stream(ctx context.Context, name string) (ClientStream, error)
+	// Watch opens server stream name with a message carrying id and reads
+	// nothing of it, as a client that stopped reading; the stream ends with
+	// ctx.
+	Watch(ctx context.Context, name, id string) error
 }
 
 // ClientStream is an open client stream.

@@ -34,6 +34,7 @@ func RunRPC(t *testing.T, a RPCAdapter) {
 		{"a nil On* responder is the default answer", RPCNilResponders},
 		{"MaxHold ends the handler's context and frees the lock", RPCMaxHold},
 		{"an idle stream past MaxHold frees the lock", RPCIdleStream},
+		{"a stream blocked in a send past MaxHold frees the lock", RPCMaxHoldBlockedSend},
 		{"MaxWaiters through AcquireOptions bounds the queue", RPCMaxWaiters},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
@@ -48,6 +49,7 @@ func RunRPCPair(t *testing.T, a, b RPCAdapter) {
 	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { RPCIdenticalAnswers(t, a, b) })
 	t.Run("binary metadata "+a.Name+"+"+b.Name, func(t *testing.T) { RPCBinaryMetadata(t, a, b) })
 	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { RPCMaxHold(t, a, b) })
+	t.Run("max hold blocked send "+a.Name+"+"+b.Name, func(t *testing.T) { RPCMaxHoldBlockedSend(t, a, b) })
 }
 
 // rpcEnv is one Redis and two RPC replicas on it, each with its own Client

@@ -32,6 +32,7 @@ func Run(t *testing.T, a Adapter) {
 		{"behind a CORS middleware, before or after the lock", CORSPreflights},
 		{"one cookie, any spelling, one key", CookieOneKey},
 		{"MaxHold ends the handler's context and frees the lock", MaxHold},
+		{"MaxHold frees the lock of a handler blocked on its client", MaxHoldBlocked},
 		{"identical answers for each outcome", IdenticalAnswers},
 		{"a nil On* responder is the default answer", NilResponders},
 		{"the route's key", RouteKey},
@@ -54,5 +55,6 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("CORS preflights "+a.Name+"+"+b.Name, func(t *testing.T) { CORSPreflights(t, a, b) })
 	t.Run("cookie one key "+a.Name+"+"+b.Name, func(t *testing.T) { CookieOneKey(t, a, b) })
 	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHold(t, a, b) })
+	t.Run("max hold blocked "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHoldBlocked(t, a, b) })
 	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { IdenticalAnswers(t, a, b) })
 }
