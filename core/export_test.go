@@ -10,6 +10,9 @@ import (
 // HashKeyLen is the longest key stored verbatim (tests only).
 const HashKeyLen = hashKeyLen
 
+// MaxTombstones bounds a shared lock's tombstones (tests only).
+const MaxTombstones = maxTombstones
+
 // MaxWaitingNames bounds LockState.WaitingNames (tests only).
 const MaxWaitingNames = maxWaitingNames
 

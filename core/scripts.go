@@ -2,6 +2,7 @@ package core
 
 import (
 	_ "embed"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -61,18 +62,20 @@ var (
 	acquireAllLua    string
 	acquireAllScript = newScript(nextFenceLua + acquireAllLua)
 
-	// sharedLibLua keeps a shared lock's books and wait queue, for the
-	// shared scripts that admit and release (see shared_lib.lua).
+	// sharedLibLua keeps a shared lock's books, wait queue and tombstones,
+	// for the shared scripts that admit and release (see shared_lib.lua),
+	// after the bound on tombstones it reads.
 	//go:embed scripts/shared_lib.lua
 	sharedLibLua string
+	sharedLib    = fmt.Sprintf("local max_tombstones = %d\n", maxTombstones) + sharedLibLua
 
 	//go:embed scripts/shared_acquire.lua
 	sharedAcquireLua     string
-	sharedAcquireScripts = newAnnouncer(nextFenceLua + sharedLibLua + sharedAcquireLua)
+	sharedAcquireScripts = newAnnouncer(nextFenceLua + sharedLib + sharedAcquireLua)
 
 	//go:embed scripts/shared_release.lua
 	sharedReleaseLua     string
-	sharedReleaseScripts = newAnnouncer(nextFenceLua + sharedLibLua + sharedReleaseLua)
+	sharedReleaseScripts = newAnnouncer(nextFenceLua + sharedLib + sharedReleaseLua)
 
 	//go:embed scripts/shared_extend.lua
 	sharedExtendLua    string

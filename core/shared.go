@@ -9,6 +9,16 @@ import (
 // one may have expired) reads at most that many.
 const MaxPermits = 1024
 
+// maxTombstones bounds the tombstones a semaphore's or read/write lock's
+// hash keeps (shared_lib.lua, Tombstones): its newest give-backs, each of
+// which makes an attempt of the token or queue still on its way take
+// nothing. Beyond it the oldest goes, so a flood of callers giving up keeps
+// the hash, and the steps that read all of it, bounded by what is live.
+// 128 keeps every tombstone its whole life (fenceKeep, 10 s) at up to 12
+// give-backs a second on one key; the rare steps that read the whole hash
+// read 256 fields more at most.
+const maxTombstones = 128
+
 // lockKind is the Redis structure a lease lives in.
 type lockKind uint8
 

@@ -3,7 +3,8 @@
 -- Cost: O(1) in the number of waiters, on the books (one field) and the
 -- wait queue (three lists, an entry per waiting process and side); but a
 -- rescan, and a refused attempt whose named holder left (below), read the
--- whole hash: holders, waiting processes, tombstones (shared_lib.lua, Cost).
+-- whole hash: holders, waiting processes, at most max_tombstones
+-- tombstones (shared_lib.lua, Cost).
 --
 -- KEYS[1]  the shared hash (<prefix>:v1:sk:... or :rk:..., keys.go)
 -- ARGV[1]  owner token (random per lease)
@@ -52,17 +53,17 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, ttl, mode, channel, q = ARGV[1], tonumber(ARGV[2]), ARGV[5], ARGV[7], ARGV[8]
 local hk, tk = 'H' .. mode, 'T' .. mode
 local b, stale, h = books(now, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q, 'Z' .. tok, 'Z' .. q)
-local mine, g, gplace, at = h[4], h[5], h[6], h[7]
-if b.r == tok or (h[8] and tonumber(h[8]) >= now) or (q ~= '' and h[9] and tonumber(h[9]) >= now) then
+local mine, g, gplace, at = h[5], h[6], h[7], h[8]
+if b.r == tok or (h[9] and tonumber(h[9]) >= now) or (q ~= '' and h[10] and tonumber(h[10]) >= now) then
   -- An attempt that arrives after its token was released or given back,
-  -- or after its queue left (r, a tombstone: shared_release.lua): its
-  -- caller is gone, so it takes nothing and queues nothing.
+  -- or after its queue left (r, a tombstone: shared_lib.lua): its caller
+  -- is gone, so it takes nothing and queues nothing.
   return {0, '', '', 0, 0, 'h'}
 end
 if stale then
   settle(b, mode ~= 's', now, t, channel)
   finish(b, now) -- so that what the rescan changed is what is read next
-  sets, dels, b.ch, b.expire = {}, {}, false, nil
+  sets, dels, b.ch, b.expire, b.zch = {}, {}, false, nil, false
   h = redis.call('HMGET', K, 'p' .. tok, 'p' .. q, 'A' .. q, 'I' .. q)
   mine, g, gplace, at = h[1], h[2], h[3], h[4]
 end

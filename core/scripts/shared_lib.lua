@@ -46,11 +46,36 @@
 --   S           (in B) the last place given: places order readers and
 --               writers across their two lists (first come, first served)
 --   A<id>       the place of a grant to reader queue id, until taken
---   Z<id>       "<expiry ms>": a token given back or a queue id that left
---               while neither held nor queued: an attempt of it still on
---               its way takes nothing (dropped by a rescan once past)
 -- An entry not refreshed by its head's attempt within its lifetime belongs
 -- to a dead process: skipped and dropped when met at the head of its list.
+--
+-- Tombstones: a token given back (its caller gave up on the attempt, or on
+-- a lease whose release got no answer) or a queue id that left: an attempt
+-- of it still on its way (sent before the give-back, delivered after it)
+-- takes nothing and queues nothing when it arrives (shared_acquire.lua).
+--   Z<id>  "<expiry ms>", kept as long as f after a release (ARGV[3] of
+--          shared_release.lua), as since the books began
+--   Y<k>   "<expiry ms>:<id>": tombstone number n is in slot k = n % M
+--   Y      "h,t,e": the first and last numbers kept (h > t: none), and the
+--          expiry of h's
+-- M is max_tombstones (scripts.go prepends it): a key keeps at most its M
+-- newest tombstones, 2M fields, whatever its callers do; a give-back
+-- beyond them drops the oldest (shared_release.lua), and a step that finds
+-- the oldest expired (e < now, in the HMGET it makes anyway) drops up to
+-- four expired ones (sweep), so they leave as they expire, a few per step.
+-- Why a bound is safe: no exclusion rests on a tombstone. An attempt whose
+-- tombstone went early (M more give-backs on the key within its life) can
+-- take a permit or side nobody will use, never renewed: it frees at that
+-- attempt's TTL, as a crashed holder's does; a queue id's can put back a
+-- place nobody refreshes, skipped once its entry lifetime ends. Why a
+-- count and not only expiry: expiry alone bounds nothing against a flood
+-- of give-backs within one tombstone life; the count does, and with M per
+-- life none goes early (maxTombstones, shared.go). Why not a sequence per
+-- process instead (a late attempt known by a number below its process's
+-- last given back): the attempts of one process on one key are not
+-- ordered (TryAcquire beside the queue's head), and the marks per process
+-- would need an expiry and a bound of their own. Tombstones of a client
+-- from before the slots (Z<id> alone) are dropped by a rescan once past.
 --
 -- Grants: whenever capacity frees (a release, an expiry found by a rescan,
 -- a grant given back), settle() hands it to the heads of the lists in the
@@ -64,27 +89,55 @@
 -- Cost: what a script spends goes mostly to its Redis calls and to the Lua
 -- it runs (defining a function is a closure made on every call), so a step
 -- reads what it needs in one HMGET, gathers what it changes and writes it
--- with one HDEL and one HSET at the end (finish): about seven calls for a
--- release that grants, as many for the attempt that takes the grant. Each
--- queue entry is written, read at the head of its list and dropped once, so
--- a release is O(1) in the number of waiters (amortised over the dead
--- entries it drops). Two steps read the whole hash (HGETALL): a rescan, at
--- most once per expiry of the earliest holder, and a refused attempt whose
--- named holder (L) has left, to name another. Their cost grows with the
--- hash's entries (holders, one entry per waiting process and side,
--- tombstones), not with the callers waiting in each process's local queue.
+-- with one HDEL and one HSET at the end (finish; in chunks of 256
+-- arguments, so that no list a step gathers meets Lua's unpack limit):
+-- about seven calls for a release that grants, as many for the attempt that
+-- takes the grant; a give-back past M tombstones, and a step that sweeps,
+-- one HMGET more. Each queue entry is written, read at the head of its list
+-- and dropped once, so a release is O(1) in the number of waiters
+-- (amortised over the dead entries it drops). Two steps read the whole hash
+-- (HGETALL): a rescan, at most once per expiry of the earliest holder, and
+-- a refused attempt whose named holder (L) has left, to name another. Their
+-- cost grows with the hash's entries: holders, one entry per waiting
+-- process and side, and at most 2M fields of tombstones; not with the
+-- callers waiting in each process's local queue, nor with the give-backs
+-- a key has seen.
 local K = KEYS[1]
 local sets, dels = {}, {} -- what this step writes (finish)
 local granted = {}        -- the queue ids it granted to
 
--- books reads the books and the extra fields given in one call, and makes
--- the books again when stale (rescan: b.live then holds the live tokens);
--- b.ch says that a book changed. Returns b, whether it rescanned, and the
--- HMGET's reply (the extras from its 4th value on). C, E and X are numbers;
--- the other books stay strings until a step needs their value (Lua's
--- number conversions cost a script more than most of its Redis calls).
+-- sweep drops the oldest tombstones that have expired, up to four (their
+-- Z<id> and slot), when Y says the oldest has (b.ze < now); b.zch says
+-- that Y changed.
+local function sweep(b, now)
+  local slots = {}
+  for n = b.zh, math.min(b.zt, b.zh + 3) do
+    slots[#slots + 1] = 'Y' .. (n % max_tombstones)
+  end
+  local v = redis.call('HMGET', K, unpack(slots))
+  b.ze, b.zch = nil, true
+  for i = 1, #slots do
+    local exp, id = string.match(v[i] or '', '^(%d+):(.*)$')
+    if exp and tonumber(exp) >= now then
+      b.ze = tonumber(exp)
+      return
+    end
+    if id then dels[#dels + 1] = 'Z' .. id end
+    dels[#dels + 1] = slots[i]
+    b.zh = b.zh + 1
+  end
+  if b.zh <= b.zt then b.ze = 0 end -- more may have expired: the next step looks
+end
+
+-- books reads the books, Y and the extra fields given in one call, makes
+-- the books again when stale (rescan: b.live then holds the live tokens)
+-- and sweeps expired tombstones; b.ch says that a book changed. Returns b,
+-- whether it rescanned, and the HMGET's reply (the extras from its 5th
+-- value on). C, E and X are numbers; the other books stay strings until a
+-- step needs their value (Lua's number conversions cost a script more
+-- than most of its Redis calls).
 local function books(now, ...)
-  local h = redis.call('HMGET', K, 'B', 'f', 'r', ...)
+  local h = redis.call('HMGET', K, 'B', 'f', 'r', 'Y', ...)
   local C, W, E, L, P, F, R, X, S, Hs, Ts, Hr, Tr, Hw, Tw = string.match(h[1] or ',,,,,,,,,,,,,,',
     '^([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*),([^,]*)$')
   local b = {C = tonumber(C) or 0, W = W or '', L = L or '', P = P or '', f = h[2], r = h[3],
@@ -92,6 +145,12 @@ local function books(now, ...)
   if E and E ~= '' then b.E = tonumber(E) end
   if X and X ~= '' then b.X = tonumber(X) end
   b.raw.c, b.raw.e, b.raw.x = b.C, b.E, b.X
+  b.zh, b.zt = 1, 0 -- (no tombstone)
+  if h[4] then
+    local zh, zt, ze = string.match(h[4], '^(%d+),(%d+),(%d*)$')
+    b.zh, b.zt, b.ze = tonumber(zh), tonumber(zt), tonumber(ze)
+    if b.ze and b.ze < now and b.zh <= b.zt then sweep(b, now) end
+  end
   local stale = (F or '') ~= (b.f or '') or (R or '') ~= (b.r or '') or (b.E and b.E < now)
   if stale then -- rescan: the holders again, the expired dropped
     local all = redis.call('HGETALL', K)
@@ -130,9 +189,9 @@ local function keep(b, now, exp)
   if not b.X or exp > b.X then b.X, b.ch, b.expire = exp + (exp - now), true, true end
 end
 
--- finish writes what the step changed (books and fields), and raises the
--- hash's expiry if an entry written outlives it (after the writes: PEXPIRE
--- on a hash not written yet does nothing).
+-- finish writes what the step changed (books, Y and fields), and raises
+-- the hash's expiry if an entry written outlives it (after the writes:
+-- PEXPIRE on a hash not written yet does nothing).
 local function finish(b, now)
   if b.ch then
     local r = b.raw
@@ -145,8 +204,15 @@ local function finish(b, now)
     sets[n + 2] = C .. ',' .. b.W .. ',' .. E .. ',' .. b.L .. ',' .. b.P .. ',' .. (b.f or '') .. ',' .. (b.r or '') .. ',' ..
       X .. ',' .. b.S .. ',' .. b.Hs .. ',' .. b.Ts .. ',' .. b.Hr .. ',' .. b.Tr .. ',' .. b.Hw .. ',' .. b.Tw
   end
-  if #dels > 0 then redis.call('HDEL', K, unpack(dels)) end
-  if #sets > 0 then redis.call('HSET', K, unpack(sets)) end
+  if b.zch then
+    if b.zh > b.zt then
+      dels[#dels + 1] = 'Y'
+    else
+      sets[#sets + 1], sets[#sets + 2] = 'Y', b.zh .. ',' .. b.zt .. ',' .. (b.ze or '')
+    end
+  end
+  for i = 1, #dels, 256 do redis.call('HDEL', K, unpack(dels, i, math.min(i + 255, #dels))) end
+  for i = 1, #sets, 256 do redis.call('HSET', K, unpack(sets, i, math.min(i + 255, #sets))) end
   if b.expire and redis.call('PTTL', K) < b.X - now then
     redis.call('PEXPIRE', K, b.X - now)
   end

@@ -30,20 +30,40 @@
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local tok, rw = ARGV[1], ARGV[4] == 'rw'
-local b, stale, h = books(now, 'p' .. tok, 'I' .. tok)
-local res, changed = 0, stale
 local givenBack = ARGV[5] == tok
+local b, stale, h
+if givenBack then -- (a release reads no tombstone: each field read costs)
+  b, stale, h = books(now, 'p' .. tok, 'I' .. tok, 'Z' .. tok)
+else
+  b, stale, h = books(now, 'p' .. tok, 'I' .. tok)
+end
+local res, changed = 0, stale
 if givenBack then
   -- An attempt of it may still be on its way (cut by its caller's budget,
   -- on another connection): a tombstone, kept as long as the last fencing
   -- token, makes it take nothing and queue nothing when it arrives
-  -- (shared_acquire.lua). Give-backs are rare; a lease's release leaves
-  -- none (r names it).
-  sets[#sets + 1], sets[#sets + 2] = 'Z' .. tok, now + tonumber(ARGV[3])
-  keep(b, now, now + tonumber(ARGV[3]))
+  -- (shared_acquire.lua); a lease's release leaves none (r names it). Past
+  -- max_tombstones, the oldest goes (shared_lib.lua, Tombstones). A re-sent
+  -- give-back finds its tombstone and adds none.
+  local exp = now + tonumber(ARGV[3])
+  if not h[7] or tonumber(h[7]) < now then
+    local n = b.zt + 1
+    if b.zh > b.zt then
+      b.zh, b.ze = n, exp
+    elseif n - b.zh >= max_tombstones then -- full: the oldest goes, its slot is n's
+      local v = redis.call('HMGET', K, 'Y' .. (b.zh % max_tombstones), 'Y' .. ((b.zh + 1) % max_tombstones))
+      local old = string.match(v[1] or '', '^%d+:(.*)$')
+      if old then dels[#dels + 1] = 'Z' .. old end
+      b.zh, b.ze = b.zh + 1, tonumber(string.match(v[2] or '', '^(%d+):') or '0')
+    end
+    b.zt, b.zch = n, true
+    local m = #sets
+    sets[m + 1], sets[m + 2], sets[m + 3], sets[m + 4] = 'Y' .. (n % max_tombstones), exp .. ':' .. tok, 'Z' .. tok, exp
+  end
+  keep(b, now, exp)
   changed = true
 end
-if h[4] and (not stale or b.live[tok]) then -- (a rescan drops it when expired)
+if h[5] and (not stale or b.live[tok]) then -- (a rescan drops it when expired)
   local n = #dels
   dels[n + 1], dels[n + 2], dels[n + 3] = 'p' .. tok, 'd' .. tok, 'A' .. tok
   b.C, b.r, b.ch = b.C - 1, tok, true
@@ -56,8 +76,8 @@ if h[4] and (not stale or b.live[tok]) then -- (a rescan drops it when expired)
   res, changed = 1, true
 elseif b.r == tok then
   res = 1
-elseif h[5] then -- a queue id leaving the queue
-  unlink(b, tok, nil, nil, h[5])
+elseif h[6] then -- a queue id leaving the queue
+  unlink(b, tok, nil, nil, h[6])
   changed = true
 end
 if changed then
