@@ -1,8 +1,6 @@
 package echo5lock
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v5"
 
 	"github.com/lockkit/lockkit/core"
@@ -45,7 +43,9 @@ func (reader) Route(c *echo.Context) (string, []string) {
 	return c.Path(), names
 }
 
-func (reader) Request(c *echo.Context) *http.Request { return c.Request() }
+func (reader) Header(c *echo.Context, name string) string { return c.Request().Header.Get(name) }
+func (reader) Cookies(c *echo.Context) []string           { return c.Request().Header["Cookie"] }
+func (reader) RawQuery(c *echo.Context) string            { return c.Request().URL.RawQuery }
 
 // handler is the middleware in front of one route's handler, next: echo v5
 // applies a route's middleware once, when the route is added, so serving a

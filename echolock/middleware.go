@@ -1,8 +1,6 @@
 package echolock
 
 import (
-	"net/http"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/lockkit/lockkit/core"
@@ -58,8 +56,10 @@ func (reader) Param(c echo.Context, name string) (string, bool) {
 	return "", false
 }
 
-func (reader) Route(c echo.Context) (string, []string) { return c.Path(), c.ParamNames() }
-func (reader) Request(c echo.Context) *http.Request    { return c.Request() }
+func (reader) Route(c echo.Context) (string, []string)   { return c.Path(), c.ParamNames() }
+func (reader) Header(c echo.Context, name string) string { return c.Request().Header.Get(name) }
+func (reader) Cookies(c echo.Context) []string           { return c.Request().Header["Cookie"] }
+func (reader) RawQuery(c echo.Context) string            { return c.Request().URL.RawQuery }
 
 type lockMiddleware struct {
 	g      *guard.Middleware[echo.Context]

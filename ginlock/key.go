@@ -1,8 +1,6 @@
 package ginlock
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/lockkit/lockkit/guard"
@@ -26,7 +24,9 @@ func (reader) Route(c *gin.Context) (string, []string) {
 	return c.FullPath(), names
 }
 
-func (reader) Request(c *gin.Context) *http.Request { return c.Request }
+func (reader) Header(c *gin.Context, name string) string { return c.Request.Header.Get(name) }
+func (reader) Cookies(c *gin.Context) []string           { return c.Request.Header["Cookie"] }
+func (reader) RawQuery(c *gin.Context) string            { return c.Request.URL.RawQuery }
 
 // Const is a literal part: Const("order"). It panics when empty.
 func Const(s string) Part { return Part{guard.Const[*gin.Context](s)} }

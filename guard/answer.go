@@ -130,9 +130,16 @@ func RetryAfterSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
+// HeaderSetter sets a response header, replacing any value it had: what an
+// answer needs of a framework's response. http.Header is one; so is a
+// fiber.Ctx (its Set).
+type HeaderSetter interface {
+	Set(name, value string)
+}
+
 // SetRetryAfter sets the answer's Retry-After on h, if it has one: all a
 // custom answer (an adapter's On* responder) gets from the default.
-func (a Answer) SetRetryAfter(h http.Header) {
+func (a Answer) SetRetryAfter(h HeaderSetter) {
 	if a.RetryAfter != "" {
 		h.Set(HeaderRetryAfter, a.RetryAfter)
 	}
@@ -144,7 +151,7 @@ func (a Answer) SetRetryAfter(h http.Header) {
 // nosniff (a browser must not read the error as something else). An
 // adapter whose framework writes the body itself (echo's error handler)
 // sets them before handing the answer over.
-func (a Answer) SetHeaders(h http.Header) {
+func (a Answer) SetHeaders(h HeaderSetter) {
 	a.SetRetryAfter(h)
 	if a.Problem != nil {
 		h.Set("Content-Type", ProblemContentType)
@@ -154,12 +161,22 @@ func (a Answer) SetHeaders(h http.Header) {
 
 // Write writes the answer to w: its headers, its status, the problem. An
 // answer without a body (the client went away) writes nothing: there is
-// nobody to read it.
+// nobody to read it. A framework not on net/http writes SetHeaders, Status
+// and Body through its own response instead.
 func (a Answer) Write(w http.ResponseWriter) {
 	if a.Problem == nil {
 		return
 	}
 	a.SetHeaders(w.Header())
 	w.WriteHeader(a.Status)
-	_, _ = w.Write(a.Problem.JSON())
+	_, _ = w.Write(a.Body())
+}
+
+// Body is the answer's body, its problem document as JSON; nil when it has
+// none (the client went away).
+func (a Answer) Body() []byte {
+	if a.Problem == nil {
+		return nil
+	}
+	return a.Problem.JSON()
 }

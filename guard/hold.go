@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -311,7 +310,7 @@ func (h *Hold) overranErr() error {
 
 // SetToken sets header name of hdr to the hold's fencing token (Token)
 // when name is set and a lock is held: an adapter's TokenHeader option.
-func (h *Hold) SetToken(hdr http.Header, name string) {
+func (h *Hold) SetToken(hdr HeaderSetter, name string) {
 	if name != "" && h.Lease != nil {
 		hdr.Set(name, h.Token())
 	}

@@ -11,15 +11,20 @@ import (
 )
 
 // HTTPReader reads what HTTP key parts need from a framework's request type
-// R. An adapter implements it once (a zero-size type is enough): the
-// request's *http.Request, from which the part constructors below read
-// headers, query parameters and cookies themselves, and what only the
-// framework knows, the matched route and its path parameters. Each
-// constructor applies the one decoding rule of its source, so every
-// adapter reads each source the same way.
+// R, as the framework holds it: no net/http type is needed, so a framework
+// on its own HTTP stack (fiber on fasthttp) reads its requests without
+// converting them. An adapter implements it once (a zero-size type is
+// enough). It hands over each source as sent; the part constructors below
+// apply the one decoding rule of each (QueryValue, CookieValue,
+// ParamValue), so every adapter reads each source the same way.
 type HTTPReader[R any] interface {
-	// Request is r's *http.Request.
-	Request(r R) *http.Request
+	// Header is the first value of r's header name, "" when it has none,
+	// the name matched as HTTP matches names, whatever their case.
+	Header(r R, name string) string
+	// Cookies are r's Cookie header lines, as sent.
+	Cookies(r R) []string
+	// RawQuery is r's query string as sent, without its '?'.
+	RawQuery(r R) string
 	// Param returns the path parameter name of the matched route exactly as
 	// the framework hands it to the handler, escaped or not, whatever
 	// middleware rewrote the path it routed on: ParamValue decodes it
@@ -51,24 +56,23 @@ func Param[R any](rd HTTPReader[R], name string) Part[R] {
 
 // Header is a request header's first value, as sent.
 func Header[R any](rd HTTPReader[R], name string) Part[R] {
-	return NewPart("header", name, func(r R) (string, error) { return rd.Request(r).Header.Get(name), nil })
+	return NewPart("header", name, func(r R) (string, error) { return rd.Header(r, name), nil })
 }
 
-// Query is a query parameter's first value, decoded once by net/url.
+// Query is a query parameter's first value, decoded once (QueryValue).
 func Query[R any](rd HTTPReader[R], name string) Part[R] {
-	return NewPart("query", name, func(r R) (string, error) { return rd.Request(r).URL.Query().Get(name), nil })
+	return NewPart("query", name, func(r R) (string, error) { return QueryValue(rd.RawQuery(r), name), nil })
 }
 
-// Cookie is a cookie's value as net/http parses it (http.Request.Cookie:
-// one pair of double quotes stripped), decoded by CookieValue; "" when
-// absent.
+// Cookie is a cookie's value as net/http parses it (CookieRaw: one pair of
+// double quotes stripped), decoded by CookieValue; "" when absent.
 func Cookie[R any](rd HTTPReader[R], name string) Part[R] {
 	return NewPart("cookie", name, func(r R) (string, error) {
-		c, err := rd.Request(r).Cookie(name)
-		if err != nil {
+		raw, ok := CookieRaw(rd.Cookies(r), name)
+		if !ok {
 			return "", nil
 		}
-		return CookieValue(c.Value)
+		return CookieValue(raw)
 	})
 }
 

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/lockkit/lockkit/core"
@@ -182,7 +181,7 @@ func (m *Middleware[C]) Skip(c C, routed bool) bool {
 
 // SetToken sets the TokenHeader of hdr, the response's headers, to h's
 // fencing token, when the field is set and a lock is held.
-func (m *Middleware[C]) SetToken(hdr http.Header, h *Hold) { h.SetToken(hdr, m.cfg.TokenHeader) }
+func (m *Middleware[C]) SetToken(hdr HeaderSetter, h *Hold) { h.SetToken(hdr, m.cfg.TokenHeader) }
 
 // Refuse answers h, a hold of c that may not run, never writing: when the
 // DenyHandler or ErrorHandler covers its outcome, it is called with
@@ -191,7 +190,7 @@ func (m *Middleware[C]) SetToken(hdr http.Header, h *Hold) { h.SetToken(hdr, m.c
 // set on hdr (Answer.SetHeaders), for the adapter to return as its
 // framework's error; without a problem document (the client went away)
 // there is nobody to answer, and the adapter only records a.Status.
-func (m *Middleware[C]) Refuse(c C, h *Hold, hdr http.Header) (a Answer, custom bool, err error) {
+func (m *Middleware[C]) Refuse(c C, h *Hold, hdr HeaderSetter) (a Answer, custom bool, err error) {
 	a = m.Answer(h)
 	if custom, err = m.respond.Respond(c, h, a, hdr); custom {
 		return a, true, err

@@ -20,9 +20,13 @@ type req map[string]string
 
 type mapReader struct{}
 
-// Request is a request carrying r's method (default GET), headers, query
+func (m mapReader) Header(r req, name string) string { return m.request(r).Header.Get(name) }
+func (m mapReader) Cookies(r req) []string           { return m.request(r).Header["Cookie"] }
+func (m mapReader) RawQuery(r req) string            { return m.request(r).URL.RawQuery }
+
+// request is a request carrying r's method (default GET), headers, query
 // and cookies.
-func (mapReader) Request(r req) *http.Request {
+func (mapReader) request(r req) *http.Request {
 	q := url.Values{}
 	hr := httptest.NewRequest(cmp.Or(r["method"], http.MethodGet), "/", nil)
 	for k, v := range r {

@@ -1,8 +1,6 @@
 package guard
 
 import (
-	"net/http"
-
 	"github.com/lockkit/lockkit/core"
 )
 
@@ -92,7 +90,7 @@ func on[A, B any](rs map[core.Outcome]func(A, B) error, f func(A, B) error, refu
 // the default one): answered is true then, and err what the responder
 // returned. Otherwise the adapter answers a by default (Answer.Write, or
 // Answer.SetHeaders and the framework's error).
-func (rs Responders[C]) Respond(c C, h *Hold, a Answer, hdr http.Header) (answered bool, err error) {
+func (rs Responders[C]) Respond(c C, h *Hold, a Answer, hdr HeaderSetter) (answered bool, err error) {
 	f := rs[h.Outcome]
 	if f == nil {
 		return false, nil

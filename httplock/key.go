@@ -15,7 +15,9 @@ type Part struct{ p guard.Part[*http.Request] }
 // reader reads net/http's request for the key parts of package guard.
 type reader struct{}
 
-func (reader) Request(r *http.Request) *http.Request             { return r }
+func (reader) Header(r *http.Request, name string) string        { return r.Header.Get(name) }
+func (reader) Cookies(r *http.Request) []string                  { return r.Header["Cookie"] }
+func (reader) RawQuery(r *http.Request) string                   { return r.URL.RawQuery }
 func (reader) Param(r *http.Request, name string) (string, bool) { return pathValue(r, name) }
 func (reader) Route(r *http.Request) (string, []string)          { return route(r.Pattern) }
 
