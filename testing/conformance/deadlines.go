@@ -12,13 +12,10 @@ import (
 // that no builder has to.
 func withDeadlines(h http.Handler, routes []Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for _, rt := range routes {
-			if rt.Deadline > 0 && r.Method == rt.Method && matches(rt.Group+rt.Path, r.URL.Path) {
-				ctx, cancel := context.WithTimeout(r.Context(), rt.Deadline)
-				defer cancel()
-				r = r.WithContext(ctx)
-				break
-			}
+		if d := RouteDeadline(routes, r.Method, r.URL.Path); d > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), d)
+			defer cancel()
+			r = r.WithContext(ctx)
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -27,8 +27,8 @@ type replica struct {
 	client  *core.Client
 	obs     *recorder
 	url     string
-	written *writeLog
-	server  *httptest.Server
+	written *writeLog // nil for a Listen adapter: the suite sees no server side
+	server  Server
 }
 
 // newEnv starts Redis and replicas a and b serving routes (the same routes,
@@ -37,7 +37,6 @@ func newEnv(t *testing.T, a, b Adapter, ttl time.Duration, routes ...Route) *env
 	t.Helper()
 	e := &env{t: t, srv: redistest.Start(t)}
 	tr := &http.Transport{MaxIdleConnsPerHost: 128, DisableCompression: true}
-	t.Cleanup(tr.CloseIdleConnections)
 	e.http = &http.Client{Transport: tr, Timeout: 60 * time.Second}
 	for i, ad := range []Adapter{a, b} {
 		obs := newRecorder()
@@ -46,12 +45,61 @@ func newEnv(t *testing.T, a, b Adapter, ttl time.Duration, routes ...Route) *env
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
-		wl := &writeLog{byID: map[string]*writeRec{}}
-		hs := httptest.NewServer(wl.wrap(withDeadlines(ad.Build(t, c, routes...), routes)))
-		t.Cleanup(hs.Close)
-		e.reps[i] = &replica{adapter: ad, client: c, obs: obs, url: hs.URL, written: wl, server: hs}
+		rep := &replica{adapter: ad, client: c, obs: obs}
+		if ad.Listen != nil {
+			rep.server = ad.Listen(t, c, routes...)
+		} else {
+			rep.written = &writeLog{byID: map[string]*writeRec{}}
+			hs := httptest.NewServer(rep.written.wrap(withDeadlines(ad.Build(t, c, routes...), routes)))
+			t.Cleanup(hs.Close)
+			rep.server = Server{URL: hs.URL, Shutdown: hs.Config.Shutdown}
+		}
+		rep.url = rep.server.URL
+		e.reps[i] = rep
 	}
+	// Cleanups run last first: the client's idle connections close before
+	// the servers stop (a server such as fasthttp waits for them).
+	t.Cleanup(tr.CloseIdleConnections)
 	return e
+}
+
+// exchange serves routes with a on client and returns how to send it one
+// request (method, target, header name/value pairs) and read the status and
+// body: in process for a Build adapter, over loopback for a Listen one.
+func exchange(t testing.TB, a Adapter, client *core.Client, routes ...Route) func(method, target string, hdr ...string) (int, string) {
+	if a.Listen == nil {
+		h := withDeadlines(a.Build(t, client, routes...), routes)
+		return func(method, target string, hdr ...string) (int, string) {
+			req := httptest.NewRequest(http.MethodGet, target, nil)
+			req.Method = method
+			for j := 0; j+1 < len(hdr); j += 2 {
+				req.Header[http.CanonicalHeaderKey(hdr[j])] = []string{hdr[j+1]}
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			return w.Code, w.Body.String()
+		}
+	}
+	srv := a.Listen(t, client, routes...)
+	tr := &http.Transport{MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	return func(method, target string, hdr ...string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+target, nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		for j := 0; j+1 < len(hdr); j += 2 {
+			req.Header[http.CanonicalHeaderKey(hdr[j])] = []string{hdr[j+1]}
+		}
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, target, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
 }
 
 // response is what a client got.

@@ -3,7 +3,6 @@ package conformance
 import (
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +46,7 @@ func Flood(t *testing.T, a Adapter, adapterTables func(*core.Client) map[string]
 		return m
 	}
 	client := testkit.Client(t, redistest.Start(t).NewClient(), core.WithTTL(ttl))
-	h := a.Build(t, client,
+	send := exchange(t, a, client,
 		Route{Group: "/api", Method: http.MethodPost, Path: "/orders/:id/pay", Key: orderKey, NoWait: true,
 			Handler: func(w http.ResponseWriter, _ *http.Request, _ *core.Lease, ok bool) {
 				if !ok {
@@ -57,11 +56,8 @@ func Flood(t *testing.T, a Adapter, adapterTables func(*core.Client) map[string]
 				writeOK(w)
 			}})
 	serve := func(method, target string) int {
-		req := httptest.NewRequest(http.MethodGet, target, nil)
-		req.Method = method
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		return w.Code
+		code, _ := send(method, target)
+		return code
 	}
 	pad := strings.Repeat("x", 1<<10)
 	// Warm up every path once: lazily built tables and pools are baseline.

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -9,14 +10,60 @@ import (
 	"github.com/lockkit/lockkit/core"
 )
 
-// Adapter builds one replica's HTTP handler serving routes with one
-// framework and its lock adapter: what an adapter's own test supplies, so
-// that the suite runs against it (Run, RunPair, FuzzCanonicalKey, Flood).
-// Build maps each Route onto the adapter's options; a Route asks nothing
-// an adapter following the lockkit contract lacks.
+// Adapter serves one replica's routes with one framework and its lock
+// adapter: what an adapter's own test supplies, so that the suite runs
+// against it (Run, RunPair, FuzzCanonicalKey, Flood). It maps each Route
+// onto the adapter's options; a Route asks nothing an adapter following
+// the lockkit contract lacks. Give one of Build and Listen.
 type Adapter struct {
-	Name  string
+	Name string
+	// Build serves routes as an http.Handler (a framework on net/http);
+	// the suite serves it on a loopback listener of its own, with each
+	// Route's Deadline put on the request's context in front of it.
 	Build func(t testing.TB, client *core.Client, routes ...Route) http.Handler
+	// Listen serves routes on a loopback listener of the framework's own
+	// (a framework on its own HTTP stack: fiber on fasthttp), until t ends,
+	// and returns it. It puts each Route's Deadline on the request's
+	// context in front of the lock itself (RouteDeadline).
+	Listen func(t testing.TB, client *core.Client, routes ...Route) Server
+	// Traits are what the framework does otherwise than net/http that a
+	// scenario must know; zero for a framework on net/http.
+	Traits Traits
+}
+
+// Server is a replica an Adapter's Listen started.
+type Server struct {
+	// URL is its base URL, "http://127.0.0.1:<port>".
+	URL string
+	// Shutdown stops it gracefully: no new request, those in flight
+	// answered (http.Server.Shutdown, fiber's ShutdownWithContext).
+	Shutdown func(ctx context.Context) error
+}
+
+// Traits are what a framework does otherwise than net/http.
+type Traits struct {
+	// ClientGoneUnseen: a request's context does not end when its client
+	// goes away (fasthttp does not watch the connection while a handler
+	// runs), so the scenarios of a client hanging up (ClientHangsUp,
+	// ClientGoneWhileWaiting) skip, saying so.
+	ClientGoneUnseen bool
+	// Buffered: the framework reads a request's body before its handlers
+	// run and writes the answer after they return (fasthttp, unless it
+	// streams bodies), so no handler waits on its client; MaxHoldBlocked
+	// checks instead that a client dribbling its body holds no lock.
+	Buffered bool
+}
+
+// RouteDeadline is the Deadline of the route of routes that method and
+// path (a request's, as sent) match, 0 when none: what a Listen adapter
+// puts on the request's context in front of the lock.
+func RouteDeadline(routes []Route, method, path string) time.Duration {
+	for _, rt := range routes {
+		if rt.Deadline > 0 && method == rt.Method && matches(rt.Group+rt.Path, path) {
+			return rt.Deadline
+		}
+	}
+	return 0
 }
 
 // Route is one locked route, described so that every framework can serve it.

@@ -23,7 +23,10 @@ import (
 // replica, runs while the first handler is still blocked (TTL 30s: the lock
 // was freed at the bound, not at its expiry, and not at the handler's
 // return), and the release-error hook hears core.ErrMaxHold once the
-// client goes and the handler returns.
+// client goes and the handler returns. On a framework that reads the body
+// before its handlers run and writes the answer after (Traits.Buffered), no
+// handler waits on its client: the answer's case skips, and the body's
+// shows that a client dribbling its body holds no lock at all.
 func MaxHoldBlocked(t *testing.T, a, b Adapter) {
 	for _, tc := range []struct {
 		name, blockedIn string
@@ -37,6 +40,10 @@ func MaxHoldBlocked(t *testing.T, a, b Adapter) {
 }
 
 func maxHoldBlocked(t *testing.T, a, b Adapter, blockedIn, raw string) {
+	buffered := a.Traits.Buffered
+	if buffered && blockedIn == "write" {
+		t.Skipf("%s writes the answer after the handler returned: a handler never waits on its client to write", a.Name)
+	}
 	entered, returned := newSignal(), newSignal()
 	h := func(w http.ResponseWriter, r *http.Request, l *core.Lease, ok bool) {
 		if !ok {
@@ -82,12 +89,22 @@ func maxHoldBlocked(t *testing.T, a, b Adapter, blockedIn, raw string) {
 	if _, err := io.WriteString(conn, raw); err != nil {
 		t.Fatal(err)
 	}
-	entered.wait(t, 10*time.Second, "the blocked client's handler")
+	if !buffered {
+		entered.wait(t, 10*time.Second, "the blocked client's handler")
+	}
 	r := e.do(ctx, 1, http.MethodPost, "/orders/14/pay")
 	if r.status != http.StatusOK || r.body != "beside" {
 		t.Fatalf("the next request while a handler blocked in a %s holds past its MaxHold: %d %q %v, want 200 \"beside\" (the lock freed at the bound)", blockedIn, r.status, r.body, r.err)
 	}
 	conn.Close() // the client goes: the blocked handler returns
+	if buffered {
+		select {
+		case <-entered.ch:
+			t.Errorf("%s ran a handler for a body that never arrived", a.Name)
+		default:
+		}
+		return
+	}
 	returned.wait(t, 30*time.Second, "the blocked handler to return once its client went")
 	if err := testkit.Recv(t, relErr, 10*time.Second, "the release-error hook"); !errors.Is(err, core.ErrMaxHold) {
 		t.Errorf("release-error hook got %v, want core.ErrMaxHold", err)
