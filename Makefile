@@ -6,7 +6,7 @@ PKGS = ./...
 # examples and benchmarks need never enters the library's requirements.
 MODULES = . examples bench
 
-.PHONY: test tree-check tidy-check vet fmt-check unit bench demo proto
+.PHONY: test tree-check tidy-check vet fmt-check unit matrix bench demo proto
 
 test: tree-check tidy-check fmt-check vet unit
 
@@ -29,6 +29,16 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
 	$(GO) -C examples test -race -count=1 -timeout 10m $(PKGS)
 	$(GO) -C bench test -count=1 -run . -timeout 5m $(PKGS)
+
+# The version matrix: the core, fault and conformance suites once per
+# server build in SERVERS (a folder per release holding its redis-server and
+# redis-cli; by default the shared/servers beside the checkout), each first
+# on PATH in turn (.ci/matrix; docs/deployment.md says which releases CI runs).
+# Without SERVERS it says so and skips.
+SERVERS ?= $(abspath $(CURDIR)/..)/shared/servers
+MATRIX_FLAGS ?= -race
+matrix:
+	@GO="$(GO)" bash .ci/matrix "$(SERVERS)" $(MATRIX_FLAGS)
 
 demo:
 	$(GO) -C examples run ./demo
