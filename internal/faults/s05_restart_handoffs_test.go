@@ -28,7 +28,9 @@ import (
 // process waiting and does not cut the line short), while P holds. One
 // worker of each Client holds 20 ms, so a receiver may still hold when the
 // reply comes. In the last round A does not release: its next renewal
-// finds the loss. Between rounds every worker runs.
+// finds the loss (as it does in any round where P's Client reaches the
+// new server only after that renewal: then there is no line). Between
+// rounds every worker runs.
 //
 // docs/guarantees.md says which holds the new server's grants may
 // overlap; the test counts every overlap of believed holds (any Client,
@@ -125,11 +127,13 @@ func TestS05RestartEmptyHandoffLines(t *testing.T) {
 		if err := run.res.Increment(key, lp.Token(), 0); err != nil {
 			t.Fatalf("round %d: P's write: %v", k, err)
 		}
-		if err := la.Err(); err != nil {
-			t.Fatalf("round %d: precondition: A's lease ended (%v) before P took the lock", k, err)
-		}
 		var releasedAt time.Time
-		if k == rounds-1 {
+		switch {
+		case la.Err() != nil:
+			// A's renewal came first (P's Client took long to reach the new
+			// server): no line this round.
+			t.Logf("round %d: A's lease ended (%v) before P took the lock", k, la.Err())
+		case k == rounds-1:
 			// ha stays open: its end is its context's, which History
 			// records as the context ends (a Close right at that moment
 			// could stop the recording first and read Until instead).
@@ -137,7 +141,7 @@ func TestS05RestartEmptyHandoffLines(t *testing.T) {
 			if !isLost(la) {
 				t.Errorf("round %d: A's lease ended with %v, want ErrLost", k, context.Cause(la.Context()))
 			}
-		} else {
+		default:
 			ha.Released()
 			releasedAt = time.Now()
 			if err := la.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
@@ -166,8 +170,8 @@ func TestS05RestartEmptyHandoffLines(t *testing.T) {
 	if st.LostUpdates != 0 || st.Rejected == 0 {
 		t.Errorf("fenced resource %+v: want no lost update and the old tokens' late writes refused", st)
 	}
-	if n.fromBefore < rounds || n.handedOn == 0 {
-		t.Errorf("proved little: %d overlaps with a hold from before the restart (want one a round at least), %d with a receiver of a refused line", n.fromBefore, n.handedOn)
+	if len(replies) == 0 || n.fromBefore == 0 || n.handedOn == 0 {
+		t.Errorf("proved little: %d lines, %d overlaps with a hold from before the restart, %d with a receiver of a refused line", len(replies), n.fromBefore, n.handedOn)
 	}
 	noLeftovers(t, ttl+3*time.Second, srv.Client)
 }
