@@ -201,6 +201,35 @@ func handOn(t *testing.T, wl *core.Lease, second <-chan acquired) (*core.Lease, 
 	return w.l, released
 }
 
+// refusedLine runs a line of two hand-offs that Redis refuses at its first
+// (the holder no longer holds the lock there): with the proxy paused, the
+// holder's Release grants the first waiter, whose Release grants second;
+// then the proxy resumes. Both Releases say ErrNotHeld, second's lease
+// ends with cause ErrLost (its Release then says ErrNotHeld too), and
+// handoffs, a count of the hand-off scripts Redis ran since before the
+// line, says the second was never sent.
+func (r *handoffRig) refusedLine(t *testing.T, second <-chan acquired, handoffs func() int) {
+	t.Helper()
+	wl, released := r.releasePaused(t)
+	wl2, released2 := handOn(t, wl, second)
+	r.proxy.Resume()
+	for i, ch := range []<-chan error{released, released2} {
+		if err := testkit.Recv(t, ch, 10*time.Second, "a Release of the line"); !errors.Is(err, core.ErrNotHeld) {
+			t.Fatalf("Release %d of the line: %v, want ErrNotHeld", i+1, err)
+		}
+	}
+	testkit.Recv(t, wl2.Done(), 10*time.Second, "the second waiter's lease to end")
+	if cause := context.Cause(wl2.Context()); !errors.Is(cause, core.ErrLost) {
+		t.Fatalf("second waiter's lease ended with %v, want ErrLost", cause)
+	}
+	if err := wl2.Release(r.ctx); !errors.Is(err, core.ErrNotHeld) {
+		t.Fatalf("second waiter's Release: %v, want ErrNotHeld", err)
+	}
+	if n := handoffs(); n != 1 {
+		t.Fatalf("%d hand-off scripts reached Redis, want 1 (the second must not be sent)", n)
+	}
+}
+
 // A receiver hands on before its own hand-off's reply: with the proxy
 // paused, so that no script reaches Redis, the holder's Release grants the
 // first waiter, whose Release grants the second waiter the holder's token
@@ -260,25 +289,7 @@ func TestHandoffLineBreaks(t *testing.T) {
 	if n, err := rig.srv.Client.Del(ctx, redisKey("broken")).Result(); err != nil || n != 1 {
 		t.Fatalf("DEL = %d %v", n, err)
 	}
-	handoffs := scriptRuns(t, rig.srv, "handoff.lua")
-	wl, released := rig.releasePaused(t)
-	wl2, released2 := handOn(t, wl, second)
-	rig.proxy.Resume()
-	for i, ch := range []<-chan error{released, released2} {
-		if err := testkit.Recv(t, ch, 10*time.Second, "a Release of the line"); !errors.Is(err, core.ErrNotHeld) {
-			t.Fatalf("Release %d of the line: %v, want ErrNotHeld", i+1, err)
-		}
-	}
-	testkit.Recv(t, wl2.Done(), 10*time.Second, "the second waiter's lease to end")
-	if cause := context.Cause(wl2.Context()); !errors.Is(cause, core.ErrLost) {
-		t.Fatalf("second waiter's lease ended with %v, want ErrLost", cause)
-	}
-	if err := wl2.Release(ctx); !errors.Is(err, core.ErrNotHeld) {
-		t.Fatalf("second waiter's Release: %v, want ErrNotHeld", err)
-	}
-	if n := handoffs(); n != 1 {
-		t.Fatalf("%d hand-off scripts reached Redis, want 1 (the second must not be sent)", n)
-	}
+	rig.refusedLine(t, second, scriptRuns(t, rig.srv, "handoff.lua"))
 	testkit.WaitFor(t, 10*time.Second, "the give-backs done", func() bool {
 		n, err := rig.srv.Client.Exists(ctx, redisKey("broken")).Result()
 		return err == nil && n == 0
