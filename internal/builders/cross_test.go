@@ -10,9 +10,10 @@ import (
 // Two frameworks serving the same resource (order:<id>) exclude each other,
 // spell one cookie or one id into one key and answer every outcome alike:
 // replica A on one framework, replica B on another, one Redis. Every pair of
-// the five frameworks runs, since any two may serve one resource side by side.
+// the six frameworks runs, since any two may serve one resource side by side
+// (fiber's on fasthttp, on its own listener).
 func TestCrossFramework(t *testing.T) {
-	frameworks := []conformance.Adapter{builders.Stdlib, builders.Chi, builders.Gin, builders.Echo, builders.Echo5}
+	frameworks := []conformance.Adapter{builders.Stdlib, builders.Chi, builders.Gin, builders.Echo, builders.Echo5, builders.Fiber}
 	for i, a := range frameworks {
 		for _, b := range frameworks[i+1:] {
 			conformance.RunPair(t, a, b)

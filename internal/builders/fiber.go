@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v3"
-	fibercors "github.com/gofiber/fiber/v3/middleware/cors"
 	"github.com/gofiber/fiber/v3/middleware/adaptor"
+	fibercors "github.com/gofiber/fiber/v3/middleware/cors"
 	fiberrecover "github.com/gofiber/fiber/v3/middleware/recover"
 
 	"github.com/lockkit/lockkit/core"
@@ -18,8 +18,16 @@ import (
 
 // Fiber serves routes with fiber v3 (recover in front) and fiberlock, on
 // fiber's own listener (fasthttp): no request goes through net/http.
-var Fiber = conformance.Adapter{Name: "fiber", Listen: listenFiber,
-	Traits: conformance.Traits{ClientGoneUnseen: true, Buffered: true}}
+var Fiber = FiberWith("fiber", fiber.Config{})
+
+// FiberWith is Fiber on an app made with cfg (UnescapePath, ...).
+func FiberWith(name string, cfg fiber.Config) conformance.Adapter {
+	traits := conformance.Traits{ClientGoneUnseen: true, Buffered: true, PathPlusIsSpace: cfg.UnescapePath}
+	return conformance.Adapter{Name: name, Traits: traits,
+		Listen: func(t testing.TB, client *core.Client, routes ...conformance.Route) conformance.Server {
+			return listenFiber(t, cfg, client, routes...)
+		}}
+}
 
 var fiberOptions = optionSet[fiberlock.Option, fiberlock.Part]{
 	key: fiberlock.Key, keyFromRoute: fiberlock.KeyFromRoute, wait: fiberlock.Wait, ttl: fiberlock.TTL, maxHold: fiberlock.MaxHold,
@@ -35,8 +43,9 @@ var fiberOptions = optionSet[fiberlock.Option, fiberlock.Part]{
 	},
 }
 
-func listenFiber(t testing.TB, client *core.Client, routes ...conformance.Route) conformance.Server {
-	app := fiber.New(fiber.Config{ReadBufferSize: 32 << 10}) // the suite sends 10 KB headers; fasthttp refuses past 4 KB by default
+func listenFiber(t testing.TB, cfg fiber.Config, client *core.Client, routes ...conformance.Route) conformance.Server {
+	cfg.ReadBufferSize = 32 << 10 // the suite sends 10 KB headers; fasthttp refuses past 4 KB by default
+	app := fiber.New(cfg)
 	app.Use(fiberrecover.New()) // the panic scenario panics on purpose
 	for _, rt := range routes {
 		// fiber runs a group's Use before it knows the route: the lock
@@ -126,4 +135,3 @@ func (w *fiberWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	return w.c.Write(p)
 }
-

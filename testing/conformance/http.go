@@ -52,6 +52,11 @@ type Traits struct {
 	// streams bodies), so no handler waits on its client; MaxHoldBlocked
 	// checks instead that a client dribbling its body holds no lock.
 	Buffered bool
+	// PathPlusIsSpace: the framework decodes a '+' in a path parameter as
+	// a space, as in a query string (fiber with UnescapePath): its handlers
+	// read "/orders/a+b" as the id "a b", and so does the lock, where other
+	// frameworks read "a+b" (FuzzCanonicalKey expects that).
+	PathPlusIsSpace bool
 }
 
 // RouteDeadline is the Deadline of the route of routes that method and
