@@ -26,14 +26,6 @@ func TestLimitZeroIsTheMutex(t *testing.T) {
 			func(c *gin.Context) { c.Status(http.StatusNoContent) })
 	}
 	testkit.LimitZeroIsTheMutex(t, testkit.Context(t, 30*time.Second), client, "export:t1", func(route string) core.Outcome {
-		switch serve(r, http.MethodPost, paths[route]+"t1").Code {
-		case http.StatusNoContent:
-			return core.OutcomeAcquired
-		case http.StatusConflict:
-			return core.OutcomeContended
-		case http.StatusTooManyRequests:
-			return core.OutcomeLimited
-		}
-		return 0
+		return testkit.OutcomeOfStatus(serve(r, http.MethodPost, paths[route]+"t1").Code)
 	})
 }

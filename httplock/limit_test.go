@@ -27,14 +27,6 @@ func TestLimitZeroIsTheMutex(t *testing.T) {
 	testkit.LimitZeroIsTheMutex(t, testkit.Context(t, 30*time.Second), client, "export:t1", func(route string) core.Outcome {
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, paths[route]+"t1", nil))
-		switch w.Code {
-		case http.StatusNoContent:
-			return core.OutcomeAcquired
-		case http.StatusConflict:
-			return core.OutcomeContended
-		case http.StatusTooManyRequests:
-			return core.OutcomeLimited
-		}
-		return 0
+		return testkit.OutcomeOfStatus(w.Code)
 	})
 }

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"net/http"
 	"testing"
 
 	"github.com/lockkit/lockkit/core"
@@ -46,4 +47,19 @@ func LimitZeroIsTheMutex(t testing.TB, ctx context.Context, c *core.Client, key 
 		}
 		_ = lease.Release(ctx)
 	}
+}
+
+// OutcomeOfStatus is the outcome an HTTP route's answer says, for the
+// answer of LimitZeroIsTheMutex: 204 (its handler ran) OutcomeAcquired,
+// 409 OutcomeContended, 429 OutcomeLimited, anything else 0.
+func OutcomeOfStatus(status int) core.Outcome {
+	switch status {
+	case http.StatusNoContent:
+		return core.OutcomeAcquired
+	case http.StatusConflict:
+		return core.OutcomeContended
+	case http.StatusTooManyRequests:
+		return core.OutcomeLimited
+	}
+	return 0
 }
