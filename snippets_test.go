@@ -354,3 +354,38 @@ func hasHeading(t *testing.T, file, frag string) bool {
 	}
 	return false
 }
+
+// The README's install line gets this module and imports packages of it:
+// `go get` names go.mod's module path, and each import path it names is a
+// directory of the module with Go code that is not only tests.
+func TestInstallLine(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := os.ReadFile("go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	module, _, _ := strings.Cut(strings.TrimPrefix(string(gomod), "module "), "\n")
+	var line string
+	for _, l := range strings.Split(string(readme), "\n") {
+		if strings.HasPrefix(l, "Install: ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "`go get "+module+"`") {
+		t.Fatalf("README.md has no line \"Install: `go get %s`...\": %q", module, line)
+	}
+	imports := regexp.MustCompile("`"+regexp.QuoteMeta(module)+"/([a-z0-9/]+)`").FindAllStringSubmatch(line, -1)
+	if len(imports) == 0 {
+		t.Errorf("the install line names no package to import: %q", line)
+	}
+	for _, m := range imports {
+		files, _ := filepath.Glob(filepath.Join(m[1], "*.go"))
+		tests, _ := filepath.Glob(filepath.Join(m[1], "*_test.go"))
+		if len(files) == len(tests) {
+			t.Errorf("the install line imports %s/%s: no such package in the module", module, m[1])
+		}
+	}
+}

@@ -21,6 +21,12 @@ type config struct {
 // Limit admits at most n calls of one key at once (a semaphore of n per
 // key, across every replica); past the wait budget (or at once with NoWait)
 // a call is answered connect.CodeResourceExhausted with a retry hint.
+//
+// Limit(0) is the default, the key's mutex: the lock of an interceptor
+// without Limit, answered connect.CodeAborted when held. Limit(1) admits
+// one call at a time too, but is a semaphore, another lock that does not
+// exclude that mutex's calls. The interceptor constructors panic on n < 0
+// or n > core.MaxPermits.
 func Limit(n int) Option { return func(c *config) { c.rpc.Guard.Request.Limit = n } }
 
 // OnLimited replaces the CodeResourceExhausted answer (Limit: every permit

@@ -12,24 +12,32 @@ import (
 	"github.com/lockkit/lockkit/locktest"
 )
 
-// A service makes one Client per process on a go-redis client with
+// A service makes one Client per process, on the address of its Redis
+// (from its configuration), on a go-redis client with
 // ContextTimeoutEnabled (core.New refuses one without it), and takes the
-// lock around the work on a resource. The examples run on an embedded Redis
-// (package locktest); a service gives the address of its own.
+// lock around the work on a resource. newLocks is that code; the example
+// runs it on an embedded Redis (package locktest), which stands in for the
+// service's and has no place in one: its clock does not move, so a
+// crashed holder's lock would never expire.
 func Example() {
-	srv, err := locktest.Start()
+	newLocks := func(addr string) (locks *core.Client, closeLocks func(), err error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		if locks, err = core.New(rdb, core.WithTTL(30*time.Second)); err != nil {
+			return nil, nil, errors.Join(err, rdb.Close())
+		}
+		return locks, func() { _ = locks.Close(); _ = rdb.Close() }, nil
+	}
+
+	srv, err := locktest.Start() // the example's Redis; a service passes its own address
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
-	defer rdb.Close()
-	locks, err := core.New(rdb, core.WithTTL(30*time.Second))
+	locks, closeLocks, err := newLocks(srv.Addr())
 	if err != nil {
 		panic(err)
 	}
-	defer locks.Close()
+	defer closeLocks()
 
 	ctx := context.Background()
 	lease, err := locks.Acquire(ctx, "order:42", core.Wait(5*time.Second))

@@ -26,6 +26,8 @@ type Request struct {
 
 	// Limit > 0 takes a permit of the semaphore of Limit permits on the key
 	// (Client.Semaphore(key, Limit)) instead of a mutex: 1 to MaxPermits.
+	// 0, the default, takes the key's mutex, the lock of Client.Acquire;
+	// Limit 1 admits one holder too, but is another lock than that mutex.
 	Limit int
 	// Side, when set, takes that side of the key's read/write lock
 	// (Client.RWLock(key)) instead of a mutex. Limit and Side exclude each

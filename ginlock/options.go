@@ -47,6 +47,11 @@ func Key(parts ...Part) Option {
 // tenant". A request that finds all n held waits like any other; past the
 // wait budget (or at once with NoWait) it is answered 429 Too Many
 // Requests with Retry-After (OnLimited replaces the answer).
+//
+// Limit(0) is the default, the key's mutex: the lock of a route without
+// Limit, answered 409 when held. Limit(1) admits one request at a time too,
+// but is a semaphore, another lock that does not exclude that mutex's
+// routes. New panics on n < 0 or n > core.MaxPermits.
 func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
 // OnLimited replaces the 429 answer (Limit: every permit held past the

@@ -41,6 +41,12 @@ func Key(parts ...Part) Option {
 // key, across every replica) instead of one; past the wait budget (or at
 // once with NoWait) a call is answered codes.ResourceExhausted with a
 // RetryInfo detail.
+//
+// Limit(0) is the default, the key's mutex: the lock of an interceptor
+// without Limit, answered codes.Aborted when held. Limit(1) admits one call
+// at a time too, but is a semaphore, another lock that does not exclude
+// that mutex's calls. The interceptor constructors panic on n < 0 or
+// n > core.MaxPermits.
 func Limit(n int) Option { return func(c *config) { c.rpc.Guard.Request.Limit = n } }
 
 // OnLimited replaces the ResourceExhausted answer (Limit: every permit

@@ -59,6 +59,11 @@ func KeyFromRoute() Option {
 // Limit admits at most n requests of one key at once (a semaphore of n per
 // key, across every replica) instead of one; past the wait budget (or at
 // once with NoWait) a request is answered 429 with Retry-After.
+//
+// Limit(0) is the default, the key's mutex: the lock of a pattern without
+// Limit, answered 409 when held. Limit(1) admits one request at a time too,
+// but is a semaphore, another lock that does not exclude that mutex's
+// patterns. New panics on n < 0 or n > core.MaxPermits.
 func Limit(n int) Option { return func(c *config) { c.guard.Request.Limit = n } }
 
 // ReadWrite takes a read/write lock on the key: GET and HEAD take the

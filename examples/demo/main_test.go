@@ -12,10 +12,15 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/embedded"
+	"github.com/lockkit/lockkit/examples/internal/exampletest"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain is the program itself when MainHidesSecrets runs it.
+func TestMain(m *testing.M) {
+	exampletest.AsMain(main)
+	goleak.VerifyTestMain(m)
+}
 
 // testEach is how many times a test run has every replica answer every
 // kind of request it serves: the run lasts until then, however long a

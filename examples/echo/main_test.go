@@ -8,7 +8,11 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/exampletest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain is the program itself when MainHidesSecrets runs it.
+func TestMain(m *testing.M) {
+	exampletest.AsMain(main)
+	goleak.VerifyTestMain(m)
+}
 
 // The example on a real Redis (REDIS_URL) and on its embedded miniredis:
 // see exampletest.Command.

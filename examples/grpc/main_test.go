@@ -24,7 +24,11 @@ import (
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain is the program itself when MainHidesSecrets runs it.
+func TestMain(m *testing.M) {
+	exampletest.AsMain(main)
+	goleak.VerifyTestMain(m)
+}
 
 // start runs serveOrders on a loopback listener and returns a connection to it;
 // the server stops (and serveOrders must return nil) at cleanup.

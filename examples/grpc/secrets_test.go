@@ -6,6 +6,6 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/exampletest"
 )
 
-// The gRPC example refuses a REDIS_URL go-redis cannot use without printing
-// the password in it, however it is spelled.
-func TestRunHidesSecrets(t *testing.T) { exampletest.RefusesSecretURLs(t, run) }
+// The gRPC example, run as a process, refuses a REDIS_URL it cannot use
+// without printing the password in it, however it is spelled.
+func TestMainHidesSecrets(t *testing.T) { exampletest.MainHidesSecrets(t, "-addr", "127.0.0.1:0") }

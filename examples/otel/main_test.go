@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockkit/lockkit/examples/internal/exampletest"
 	"github.com/lockkit/lockkit/internal/redistest"
 	"github.com/lockkit/lockkit/otellock"
 	"go.opentelemetry.io/otel/sdk/trace"
@@ -21,7 +22,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// TestMain is the program itself when MainHidesSecrets runs it.
 func TestMain(m *testing.M) {
+	exampletest.AsMain(main)
 	goleak.VerifyTestMain(m)
 }
 

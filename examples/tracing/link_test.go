@@ -1,26 +1,23 @@
-package tracing
+package main
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/goleak"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/lockkit/lockkit/locktest"
 	"github.com/lockkit/lockkit/otellock"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // patience bounds every wait for an event.
 const patience = 60 * time.Second
@@ -116,13 +113,17 @@ func holderLink(t *testing.T, serve serveReplica) {
 	checkHolderLink(t, spans)
 }
 
-// installProviders sets the doc's providers up (setupProviders) with an
-// in-memory span exporter, and puts the previous globals back when the
-// test ends.
+// installProviders sets the doc's providers up (setupProviders, its
+// stdout exporters writing nowhere) with an in-memory span exporter beside
+// them, and puts the previous globals back when the test ends.
 func installProviders(t *testing.T) *tracetest.InMemoryExporter {
 	prevTP, prevMP, prevProp := otel.GetTracerProvider(), otel.GetMeterProvider(), otel.GetTextMapPropagator()
+	shutdown, err := setupProviders(io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
 	spans := tracetest.NewInMemoryExporter()
-	shutdown := setupProviders(spans, sdkmetric.NewManualReader())
+	otel.GetTracerProvider().(*sdktrace.TracerProvider).RegisterSpanProcessor(sdktrace.NewSimpleSpanProcessor(spans))
 	t.Cleanup(func() {
 		_ = shutdown(context.Background())
 		otel.SetTracerProvider(prevTP)

@@ -177,7 +177,7 @@ func TestRedact(t *testing.T) {
 		"redis://alice:pw@h:1/0":               "redis://xxxxx@h:1/0",
 		"rediss://:pw@h:1":                     "rediss://xxxxx@h:1",
 		"redis://alice:p/w@x@h:1":              "redis://xxxxx@h:1",
-		"alice:pw@h:1":                         "xxxxx@h:1",
+		"alice:pw@h:1":                         "xxxxx",
 		"":                                     "",
 		"unix://alice:pw@/run/redis.sock?db=1": "unix://xxxxx@/run/redis.sock?db=1",
 		// A Sentinel URL: the userinfo is the sentinels', password= the master's.
@@ -197,6 +197,23 @@ func TestRedact(t *testing.T) {
 		"redis://h:1?password=ab#cd":                     "redis://h:1?password=xxxxx#xxxxx",
 		"redis://h:1?password=a@b&sentinel_password=c#f": "redis://xxxxx&sentinel_password=xxxxx#xxxxx",
 		"redis://alice:p?password=x@h:1":                 "redis://xxxxx",
+		// A password without the '@' that ends it is read as a port: an
+		// address that is not host:port is masked whole, and so is all
+		// but a Redis scheme of a URL without "//".
+		"redis://:pw":                    "redis://xxxxx",
+		"redis://alice:pw?db=1":          "redis://xxxxx",
+		"redis://alice:pw:6379/0":        "redis://xxxxx",
+		"unix://:pw":                     "unix://xxxxx",
+		"redis://%3Apw":                  "redis://xxxxx",
+		"redis://[::1]:pw":               "redis://xxxxx",
+		"redis://[::1:6379":              "redis://xxxxx",
+		"redis://:pw@":                   "redis://xxxxx@",
+		"REDIS:pw":                       "REDIS:xxxxx",
+		"pw":                             "xxxxx",
+		"http:pw@h:1":                    "xxxxx",
+		"redis://[fe80::1%25en0]:6379/0": "redis://[fe80::1%25en0]:6379/0",
+		"redis://cache-1.example_2:6379": "redis://cache-1.example_2:6379",
+		"redis://h:/0":                   "redis://h:/0",
 	} {
 		if got := embedded.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)

@@ -28,29 +28,54 @@ var secretWords = []string{"pass", "user", "secret", "token", "auth", "cred"}
 // URL, and Redact, find it: before its last '@'.
 var errUserinfoEnd = errors.New("an '@' after the host: the user and password end at the URL's last '@', so an '@' in a password or a parameter is written %40")
 
+// errAddress refuses a URL whose address is not one: a password written
+// without the '@' that ends it (redis://:password, redis://user:password)
+// is read as a host and port, which go-redis would dial, and print in its
+// errors.
+var errAddress = errors.New("the address after // is not host:port (the port a number, an IPv6 address in brackets); a password goes before an '@': redis://:password@host:port")
+
 // Redact returns url with its secrets masked, for any message that shows a
 // Redis URL: its userinfo (user and password; in a Sentinel URL the
 // sentinels'), the value of every parameter whose name, percent-decoded
 // and in any case, names a credential (see secretWords; in a Sentinel URL
 // password= and username= are the master's), and the fragment. It works
 // on the text, not on a parsed URL, so that a URL that does not parse is
-// masked too: the userinfo is everything between "://" (or the start,
-// without one) and the last '@'; a parameter starts after a '?', '&' or
-// ';' and its value runs to the next '&', ';' or '#'. A password that was
-// not percent-encoded may spill out of its place in a URL that does not
-// parse (a '#' ends the URL's text there, a '?' starts its query): the
-// fragment is masked, and a '?' after a credential's name stays in its
-// value.
+// masked too: the userinfo is everything between "://" and the last '@';
+// a parameter starts after a '?', '&' or ';' and its value runs to the
+// next '&', ';' or '#'. A password that was not percent-encoded may spill
+// out of its place in a URL that does not parse (a '#' ends the URL's text
+// there, a '?' starts its query): the fragment is masked, and a '?' after
+// a credential's name stays in its value.
+//
+// Where a URL has no userinfo, a password may still be in it, written
+// without the '@' that ends it or without "//": so everything after the
+// "://" is masked when the address there is not one (see plainAddress),
+// and a URL without a "://" before its userinfo shows its scheme only,
+// when it is one of a Redis URL's.
 func Redact(url string) string {
+	red, _ := redact(url)
+	return red
+}
+
+// redact is Redact, and says whether it masked a URL's address (see
+// plainAddress).
+func redact(url string) (red string, addressHidden bool) {
+	if url == "" {
+		return "", false
+	}
+	sep := strings.Index(url, "://")
+	at := strings.LastIndexByte(url, '@')
+	if sep < 0 || at >= 0 && at < sep+len("://") {
+		return redisScheme(url) + "xxxxx", false
+	}
+	start := sep + len("://")
 	var hide spans
-	host := 0 // where the text after the userinfo starts
-	if at := strings.LastIndexByte(url, '@'); at >= 0 {
-		start := 0
-		if i := strings.Index(url, "://"); i >= 0 && i+len("://") <= at {
-			start = i + len("://")
-		}
+	host := start // where the text after the userinfo starts
+	if at >= 0 {
 		hide.add(start, at)
 		host = at + 1
+	} else if end := start + authorityLen(url[start:]); !plainAddress(url[start:end]) {
+		return url[:start] + "xxxxx", true
 	}
 	if i := strings.IndexByte(url[host:], '#'); i >= 0 {
 		hide.add(host+i+1, len(url))
@@ -70,7 +95,57 @@ func Redact(url string) string {
 		}
 		i = end
 	}
-	return hide.apply(url)
+	return hide.apply(url), false
+}
+
+// redisScheme is url's "scheme:" when the scheme is one of a Redis URL's
+// (redis, rediss, unix, in any case), else "" (and "" for "").
+func redisScheme(url string) string {
+	scheme, _, found := strings.Cut(url, ":")
+	switch strings.ToLower(scheme) {
+	case "redis", "rediss", "unix":
+		if found {
+			return scheme + ":"
+		}
+	}
+	return ""
+}
+
+// authorityLen is the length of the authority that starts s, a URL's text
+// after its "://": up to its path, query or fragment.
+func authorityLen(s string) int {
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		return i
+	}
+	return len(s)
+}
+
+// plainAddress says whether an authority without userinfo is an address as
+// written: empty (go-redis's default), or a host (letters, digits, '.',
+// '-', '_', any non-ASCII character) or an IPv6 address in brackets, with
+// an optional ":port" where port is a number. Anything else (a second ':',
+// a port that is not a number, a percent-escape outside brackets) is what
+// a password written without its '@' looks like.
+func plainAddress(a string) bool {
+	host, port := a, ""
+	if strings.HasPrefix(a, "[") {
+		end := strings.IndexByte(a, ']')
+		if end < 0 || strings.ContainsFunc(a[1:end], func(r rune) bool { return !hostByte(r) && r != ':' && r != '%' }) {
+			return false
+		}
+		host, port = "", a[end+1:]
+	} else if i := strings.IndexByte(a, ':'); i >= 0 {
+		host, port = a[:i], a[i:]
+	}
+	if port != "" && (port[0] != ':' || strings.ContainsFunc(port[1:], func(r rune) bool { return r < '0' || r > '9' })) {
+		return false
+	}
+	return !strings.ContainsFunc(host, func(r rune) bool { return !hostByte(r) })
+}
+
+// hostByte says whether r may be in a host name as plainAddress reads one.
+func hostByte(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '-' || r == '_' || r >= 0x80
 }
 
 // secretName says whether a parameter's name, as written in a URL, names a
@@ -172,14 +247,18 @@ func userinfoEnd(url string) int {
 // parsers' own errors quote the URL, or a piece of it (a password with a
 // '/' in it is read as host and port): so the error is the one of the
 // redacted URL, which has everything but the secrets; when that one
-// parses, the fault is in the userinfo, and that is all the error says.
+// parses, the fault is in what was masked, and that is all the error
+// says.
 func parseError(url string) error {
-	red := Redact(url)
+	red, addressHidden := redact(url)
 	if _, err := parse(url); errors.Is(err, errUserinfoEnd) {
 		return fmt.Errorf("%q: %w", red, errUserinfoEnd)
 	}
 	if _, err := ParseURL(red); err != nil {
 		return fmt.Errorf("%q is not a Redis URL (redis://[user:password@]host:port[/db], rediss:// for TLS, cluster=true or addr= for a cluster, master_name= for Sentinel): %w", red, err)
+	}
+	if addressHidden {
+		return fmt.Errorf("%q: %w", red, errAddress)
 	}
 	return fmt.Errorf("%q: its user or password does not parse (percent-encode characters such as / ? # @ %% in them)", red)
 }

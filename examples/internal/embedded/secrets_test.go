@@ -163,6 +163,11 @@ var (
 		"rediss://USER:PASS@127.0.0.1:1/0?skip_verify=maybe",
 		"unix://USER:PASS@/run/redis.sock?db=x",
 		"http://USER:PASS@127.0.0.1:1",
+		// no '@' after the password: the parser reads it as a port
+		"redis://USER:PASS",
+		"rediss://USER:PASS/0",
+		"unix://USER:PASS?db=1",
+		"redis://USER:PASS:6379",
 		// a cluster (redis.ParseClusterURL)
 		"redis://USER:PASS@127.0.0.1:1?addr=127.0.0.1:2&dial_timeout=zz",
 		"redis://USER:PASS@127.0.0.1:1?addr=nohost",
@@ -297,4 +302,21 @@ func TestOpenNeverPrintsSecrets(t *testing.T) {
 		t.Errorf("%d of %d URLs' errors show a secret", leaked, checked)
 	}
 	t.Logf("%d URLs refused in %v", checked, time.Since(start))
+}
+
+// The examples' SecretURLs name no Redis that may be someone's: a URL that
+// parses names only port 1 of loopback, where nothing listens, so the
+// programs run on them (exampletest.MainHidesSecrets) reach no server.
+func TestSecretURLsReachNoRedis(t *testing.T) {
+	for _, url := range exampletest.SecretURLs {
+		target, err := embedded.ParseURL(url)
+		if err != nil {
+			continue
+		}
+		for _, a := range target.Addrs {
+			if a != "127.0.0.1:1" && a != "127.0.0.1:2" {
+				t.Errorf("%q names %s", url, a)
+			}
+		}
+	}
 }

@@ -176,6 +176,11 @@ func parse(raw string) (parsed, error) {
 	if at := strings.LastIndexByte(raw, '@'); at >= 0 && at != userinfoEnd(raw) {
 		return parsed{}, errUserinfoEnd
 	}
+	// A host go-redis would dial, and show in its errors, may be a
+	// password written without its '@'.
+	if !plainAddress(u.Host) {
+		return parsed{}, errAddress
+	}
 	q := u.Query()
 	_, sentinel := q["master_name"]
 	isCluster, hasCluster := false, q.Has("cluster")

@@ -64,6 +64,9 @@ func TestParseURL(t *testing.T) {
 		{url: "redis://s:1?master_name=m&nope=1", err: "unexpected option: nope"},
 		{url: "redis://h:1?nope=1", err: "unexpected option: nope"},
 		{url: "redis:h:1", err: "no // after redis"},
+		// A password without its '@' is no address.
+		{url: "redis://u:p:6379", err: "not host:port"},
+		{url: "redis://h%2Fx:1", err: "invalid URL escape"},
 		// The userinfo ends at the last '@' (Redact hides up to there).
 		{url: "redis://s:1?master_name=m&password=a@b", err: "an '@' after the host"},
 		{url: "redis://u:12#p@h:1", err: "an '@' after the host"},

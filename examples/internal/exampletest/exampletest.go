@@ -37,7 +37,6 @@ func Command(t *testing.T, run RunFunc) {
 		Embedded(t, Start(t, run, nil, "-work", "0"))
 	})
 	t.Run("port in use", func(t *testing.T) { PortInUse(t, run) })
-	t.Run("secret URLs", func(t *testing.T) { RefusesSecretURLs(t, run) })
 	t.Run("ADDR", func(t *testing.T) { AddrFromEnv(t, run) })
 	t.Run("-redis over REDIS_URL", func(t *testing.T) {
 		// -redis "" asks for the embedded miniredis whatever REDIS_URL says.
