@@ -1,8 +1,8 @@
 // Package guard is the seam between lockkit's engine (core) and the
 // adapters that put a lock in front of request handlers: everything of the
 // contract that depends on no framework, written once, for lockkit's own
-// adapters (ginlock, echolock, echo5lock, httplock, grpclock, connectlock)
-// and for one written outside this repository (fiber, hertz, ...). An
+// adapters (ginlock, echolock, echo5lock, httplock, fiberlock, grpclock,
+// connectlock) and for one written outside this repository (hertz, ...). An
 // adapter only maps its framework's request and answer types onto it;
 // testing/conformance then checks that it behaves as lockkit's do.
 //
@@ -14,18 +14,21 @@
 // and the Hold it returns carries the handler's context, the outcome and
 // the release, with a context detached from the request and bounded:
 //
-//	p, err := guard.New(guard.Config[*fiber.Ctx]{Client: client, Keys: keys, Request: core.Request{Wait: 5 * time.Second}})
+//	p, err := guard.New(guard.Config[fiber.Ctx]{Client: client, Keys: keys, Request: core.Request{Wait: 5 * time.Second}})
 //	...
 //	h := p.Acquire(ctx, c, route, method)
 //	if !h.OK() {
-//		p.Answer(h).Write(w) // RFC 9457 problem+json, identical on every HTTP adapter
-//		return
+//		a := p.Answer(h) // RFC 9457 problem+json, identical on every HTTP adapter
+//		a.SetHeaders(c)  // any HeaderSetter: http.Header, a fiber.Ctx
+//		return c.Status(a.Status).Send(a.Body())
 //	}
 //	defer h.Release()
 //	next(h.Ctx)
 //
 // Key parts: Const and Func for any request type; Param, Header, Query and
-// Cookie read an HTTP request through the adapter's HTTPReader, each with
+// Cookie read an HTTP request through the adapter's HTTPReader, which hands
+// each source over as sent, with no net/http type (fiberlock reads
+// fasthttp's request as it is), each with
 // one decoding rule (ParamValue: decoded until no escape is left;
 // CookieValue: percent-decoded once, '+' a space), and every value one
 // validation (CheckValue: no control character); NewPart adds a protocol's own
@@ -43,7 +46,7 @@
 // alone (a Skipper).
 //
 // A middleware configured by a struct of fields whose answers return an
-// error (echo's Config; fiber's, hertz's) declares its Config as
+// error (echo's Config; hertz's) declares its Config as
 // MiddlewareConfig of its request type: NewMiddleware reads and checks it
 // into a Middleware, which also skips, answers and reports as its fields
 // say, so the adapter only maps its framework's request and answers.

@@ -9,7 +9,7 @@ import (
 // MiddlewareConfig is the configuration of a middleware configured, as
 // echo's are, by a struct of fields whose answers return an error to the
 // framework: every field of lockkit's contract, for a framework's request
-// type C (echo.Context, *echo.Context, *fiber.Ctx...). An adapter of such
+// type C (echo.Context, *echo.Context, ...). An adapter of such
 // a framework declares its Config as this type instantiated and builds it
 // with NewMiddleware, so every such adapter has the same fields, checked
 // and answered the same way. Client and one of KeyParts, KeyFunc, Keys or

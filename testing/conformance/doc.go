@@ -6,13 +6,16 @@
 //
 // For an HTTP adapter, an Adapter's Build serves Routes with the
 // framework and the lock (each Route says the key spec, the options and a
-// framework-free Handler); Run runs every scenario against it, RunPair the
+// framework-free Handler) as an http.Handler, or, for a framework on its
+// own HTTP stack (fiber), its Listen serves them on a listener of its own
+// and its Traits say what that stack does otherwise; Run runs every
+// scenario against it, through a real loopback connection, RunPair the
 // ones that involve two replicas with one adapter each (two frameworks
 // serving one resource exclude each other), FuzzCanonicalKey fuzzes the
 // spellings of an id, and Flood checks that a hostile client's distinct
 // methods, paths and keys leave nothing behind:
 //
-//	func TestConformance(t *testing.T) { conformance.Run(t, conformance.Adapter{Name: "fiber", Build: buildFiber}) }
+//	func TestConformance(t *testing.T) { conformance.Run(t, conformance.Adapter{Name: "hertz", Listen: listenHertz}) }
 //
 // The scenarios: exclusion across two replicas and two routes, parallelism
 // of different keys, no-wait 409s, Redis down and Redis frozen (fail-closed
