@@ -43,8 +43,18 @@ type Hold struct {
 
 	mu       sync.Mutex
 	inIO     int         // the handler's goroutines waiting on its client (BeginIO)
+	ioDone   uint64      // the waits on the client that ended (EndIO)
 	idleStop func() bool // stops the watch of a waiting handler's MaxHold
+	grace    *time.Timer // past MaxHold, while the handler waits on its client (IOGrace)
 }
+
+// IOGrace is how long a handler past its MaxHold may stay in one wait on
+// its client (BeginIO) before its lock is released under it: a write or a
+// receive that completes sooner is part of the handler's work, which may go
+// on (the lock stays until it returns); one that lasts longer is a client
+// that stopped reading or sending, and the lock is freed, at MaxHold plus
+// IOGrace at the latest.
+const IOGrace = 100 * time.Millisecond
 
 // OK reports whether the handler may run.
 func (h *Hold) OK() bool {
@@ -192,6 +202,9 @@ func (h *Hold) Release() error {
 	if h.idleStop != nil {
 		h.idleStop()
 	}
+	if h.grace != nil {
+		h.grace.Stop()
+	}
 	h.mu.Unlock()
 	h.once.Do(h.release)
 	return h.relErr
@@ -224,13 +237,14 @@ func (h *Hold) release() {
 // BeginIO tells h that a goroutine of the handler now waits on its client,
 // doing nothing under the lock, until EndIO: a stream's receive or send, a
 // request body's read, an answer's write (Receive, Send, Body and Writer
-// call it). A client decides how long those take: one that stops reading or
-// sending, or dribbles, would hold the lock until the handler returns. So
-// if the hold ends by its MaxHold while a goroutine of the handler waits so,
-// or has ended when one begins to, the lock is released at once, without
-// waiting for the handler to return: its context has ended, and what it
-// waits to send was made under the lock. With no MaxHold, or nothing held,
-// it does nothing.
+// call it). A client decides how long those take: one that stops reading
+// or sending, or dribbles, would hold the lock until the handler returns.
+// So once the hold has ended by its MaxHold, a wait on the client that
+// lasts IOGrace (begun before the bound or after it) releases the lock at
+// once, without waiting for the handler to return: its context has ended,
+// and what it waits to send was made under the lock. A wait that ends
+// sooner is part of the handler's work, which keeps the lock until it
+// returns. With no MaxHold, or nothing held, it does nothing.
 func (h *Hold) BeginIO() {
 	if !h.BoundsIO() {
 		return
@@ -240,21 +254,41 @@ func (h *Hold) BeginIO() {
 	if h.idleStop == nil {
 		ctx := h.leaseCtx()
 		h.idleStop = context.AfterFunc(ctx, func() {
-			if !errors.Is(context.Cause(ctx), core.ErrMaxHold) {
-				return
-			}
-			h.mu.Lock()
-			waiting := h.inIO > 0
-			h.mu.Unlock()
-			if waiting {
-				h.once.Do(h.release)
+			if errors.Is(context.Cause(ctx), core.ErrMaxHold) {
+				h.mu.Lock()
+				h.watchIO()
+				h.mu.Unlock()
 			}
 		})
 	}
-	h.mu.Unlock()
 	if h.Overran() {
-		h.once.Do(h.release)
+		h.watchIO()
 	}
+	h.mu.Unlock()
+}
+
+// watchIO (h.mu held), past the hold's MaxHold, starts the grace of the
+// wait on the client in progress, if there is one and none runs: if no
+// wait ended when it is over and one is still in progress, it was one
+// wait all along, and the lock is released; otherwise it starts again for
+// the wait in progress.
+func (h *Hold) watchIO() {
+	if h.inIO == 0 || h.grace != nil {
+		return
+	}
+	seen := h.ioDone
+	h.grace = time.AfterFunc(IOGrace, func() {
+		h.mu.Lock()
+		stuck := h.inIO > 0 && h.ioDone == seen
+		h.grace = nil
+		if !stuck {
+			h.watchIO()
+		}
+		h.mu.Unlock()
+		if stuck {
+			h.once.Do(h.release)
+		}
+	})
 }
 
 // EndIO ends what BeginIO began.
@@ -264,6 +298,7 @@ func (h *Hold) EndIO() {
 	}
 	h.mu.Lock()
 	h.inIO--
+	h.ioDone++
 	h.mu.Unlock()
 }
 
