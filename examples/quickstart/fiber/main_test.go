@@ -5,19 +5,13 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lockkit/lockkit/examples/internal/exampletest"
 	exampleserve "github.com/lockkit/lockkit/examples/internal/serve"
 	"github.com/lockkit/lockkit/examples/quickstart/internal/quicktest"
 	"github.com/lockkit/lockkit/locktest"
 )
 
-// fasthttp keeps a goroutine that refreshes its Date header for the
-// process's life, and a stopped server's worker-pool cleaner sleeps out its
-// idle period (10 s) before it sees the stop: neither is the lock's.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, exampletest.FasthttpGoroutines...) }
 
 // The program's routes and server: two payments of order 42 take turns,
 // and a shipment meanwhile is answered 409.
