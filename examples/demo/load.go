@@ -76,7 +76,7 @@ type target interface {
 	close()
 }
 
-// httpTarget is a client of the gin or echo replica.
+// httpTarget is a client of an HTTP replica (gin, echo, fiber).
 type httpTarget struct {
 	base string
 	tr   *http.Transport
@@ -323,23 +323,21 @@ const tenants = 2
 // then, with cfg.each, until every replica has answered every kind of
 // request it serves cfg.each times (a loaded machine serves fewer in the
 // same time: the run counts requests, not seconds), and while the tests'
-// keepGoing hook asks for more; at most maxDuration in all. Each client
-// turns over the replicas in turn (a stream goes to the next replica that
-// serves streams: the gRPC one), and a progress line is printed every half
-// second. Requests in flight at the end are finished, not cut.
+// keepGoing hook asks for more; at most maxDuration in all. Each kind of
+// request goes round the replicas that serve it (rotation), and a progress
+// line is printed every half second. Requests in flight at the end are
+// finished, not cut.
 func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, out io.Writer) time.Duration {
+	turns := newRotation(targets)
 	start := time.Now()
 	var enough atomic.Bool
 	var wg sync.WaitGroup
 	for w := range cfg.concurrency {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(w)))
-			for i := w; !enough.Load() && ctx.Err() == nil; i++ {
+			for !enough.Load() && ctx.Err() == nil {
 				r := cfg.pick(rng)
-				k := i % len(targets)
-				for j := 0; !targets[k].serves(r.op) && j < len(targets); j++ {
-					k = (k + 1) % len(targets)
-				}
+				k := turns.next(r.op)
 				// A request's deadline is well past its wait budget: it
 				// should never be what ends it.
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.wait+10*time.Second)
@@ -378,6 +376,35 @@ func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, 
 			}
 		}
 	}
+}
+
+// rotation sends each kind of request to the replicas that serve it in
+// turn, whichever client sends it: the HTTP-only kinds go round the HTTP
+// replicas, the streams to the gRPC one, the rest round all of them. So
+// every replica gets its share of each kind it serves, the rare ones
+// included, and -each is met once the rarest kind has been sent each
+// times per replica that serves it.
+type rotation struct {
+	servers [nOps][]int // the targets that serve each op
+	turn    [nOps]atomic.Uint64
+}
+
+func newRotation(targets []target) *rotation {
+	r := &rotation{}
+	for o := range nOps {
+		for k, t := range targets {
+			if t.serves(o) {
+				r.servers[o] = append(r.servers[o], k)
+			}
+		}
+	}
+	return r
+}
+
+// next is the target of the next request of kind o.
+func (r *rotation) next(o op) int {
+	s := r.servers[o]
+	return s[(r.turn[o].Add(1)-1)%uint64(len(s))]
 }
 
 // missing lists the kinds of request some replica has answered fewer

@@ -19,7 +19,7 @@ const lockViewPath = "/debug/locks/"
 // raw: the demo's keys name made-up orders) on addr, with an index
 // (lockview.NewIndex: a page, or JSON with ?format=json) linking them,
 // while the demo runs. A service in production would mount
-// its one view next to its other debug endpoints; the demo's three
+// its one view next to its other debug endpoints; the demo's
 // replicas share a process, so they share a debug server. It returns the
 // index's URL and a stop function.
 func serveLockViews(addr string, reps []*replica) (url string, stop func(), err error) {

@@ -16,7 +16,7 @@ import (
 // The demo serves each replica's live lock view while it runs and says
 // where: at the end of the load, every replica's view lists the hot order
 // among its contended keys, with its waits and the routes that take it,
-// and the index links all three, as a page and as JSON (?format=json, as
+// and the index links them all, as a page and as JSON (?format=json, as
 // the demo prints beside its URL).
 func TestLockViewDuringRun(t *testing.T) {
 	cfg := testConfig("")

@@ -1,10 +1,10 @@
 // Command demo shows lockkit in front of a service, on a fresh machine with
-// nothing installed: the orders service of the examples runs as three
-// replicas — one on gin, one on echo, one on gRPC — each with its own lock
-// client on one Redis (an embedded miniredis unless REDIS_URL or -redis
-// names one), sharing the order book as replicas share a database. Every
-// route and RPC that changes order <id> locks order:<id>, whatever serves
-// it.
+// nothing installed: the orders service of the examples runs as four
+// replicas — one on gin, one on echo, one on fiber (fasthttp), one on
+// gRPC — each with its own lock client on one Redis (an embedded miniredis
+// unless REDIS_URL or -redis names one), sharing the order book as
+// replicas share a database. Every route and RPC that changes order <id>
+// locks order:<id>, whatever serves it.
 //
 //	go -C examples run ./demo
 //	REDIS_URL=redis://127.0.0.1:6379/0 go -C examples run ./demo -duration 10s
@@ -14,7 +14,7 @@
 //
 // For a few seconds (or, with -each N, until every replica has answered
 // every kind of request N times) many clients pay, refund and ship a few hot orders and
-// many cold ones over all three replicas (pay and refund wait for the lock,
+// many cold ones over all four replicas (pay and refund wait for the lock,
 // ship does not: 409 / Aborted while the order is busy), and now and then
 // import line items into the same orders or export them over the gRPC
 // replica's streams (ImportLines, ExportLines), which hold order:<id> from
@@ -39,7 +39,7 @@
 // spans and metrics over OTLP (OTEL_EXPORTER_OTLP_PROTOCOL=grpc for gRPC);
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT alone sends spans only (a traces-only
 // backend such as Jaeger); OTEL_METRICS_EXPORTER=prometheus serves the
-// metrics of all three replicas on one endpoint while the demo runs
+// metrics of all four replicas on one endpoint while the demo runs
 // (OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, default localhost:9464);
 // OTEL_TRACES_EXPORTER and OTEL_METRICS_EXPORTER also take none and
 // console. service.name is lockkit-demo unless OTEL_SERVICE_NAME says

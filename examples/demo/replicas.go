@@ -13,6 +13,7 @@ import (
 	"github.com/lockkit/lockkit/examples/internal/embedded"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/ordersecho"
+	"github.com/lockkit/lockkit/examples/internal/ordersfiber"
 	"github.com/lockkit/lockkit/examples/internal/ordersgin"
 	"github.com/lockkit/lockkit/examples/internal/ordersgrpc"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
@@ -36,16 +37,18 @@ type replica struct {
 
 // Replica names, in report order.
 const (
-	replicaGin  = "gin"
-	replicaEcho = "echo"
-	replicaGRPC = "grpc"
+	replicaGin   = "gin"
+	replicaEcho  = "echo"
+	replicaFiber = "fiber"
+	replicaGRPC  = "grpc"
 )
 
-var replicaNames = []string{replicaGin, replicaEcho, replicaGRPC}
+var replicaNames = []string{replicaGin, replicaEcho, replicaFiber, replicaGRPC}
 
-// startReplicas starts the gin, echo and gRPC replicas on loopback ports:
-// the routers of examples/gin and examples/echo (ordersgin, ordersecho on
-// echo v5; the routes are listed in ordershttp) and the server of
+// startReplicas starts the gin, echo, fiber and gRPC replicas on loopback
+// ports: the routers of examples/gin and examples/echo (ordersgin,
+// ordersecho on echo v5), the same routes on fiber v3 (ordersfiber, on
+// fasthttp; the routes are listed in ordershttp) and the server of
 // examples/grpc (ordersgrpc, with its streams), each on the witness's view
 // of the one order book.
 // Each has its own telemetry (forReplica): its spans its own
@@ -86,16 +89,26 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Tel
 			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
 		case replicaEcho:
 			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
+		case replicaFiber:
+			app := ordersfiber.NewRouter(ordersfiber.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})
+			rep.stop = serveUntilStopped(func(ctx context.Context) error { return ordersfiber.Serve(ctx, app, lis) })
 		case replicaGRPC:
 			rep.proto = "grpc"
 			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- ordersgrpc.Serve(ctx, s, lis) }()
-			rep.stop = func(context.Context) error { cancel(); return <-done }
+			rep.stop = serveUntilStopped(func(ctx context.Context) error { return ordersgrpc.Serve(ctx, s, lis) })
 		}
 	}
 	return reps, nil
+}
+
+// serveUntilStopped runs serve in a goroutine and returns what stops it:
+// serve's context ends, and its error is returned once it has (serve
+// waits for the requests in flight itself, within its own bound).
+func serveUntilStopped(serve func(context.Context) error) func(context.Context) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx) }()
+	return func(context.Context) error { cancel(); return <-done }
 }
 
 // stopReplicas stops serving (requests in flight finish, their locks are

@@ -53,7 +53,7 @@ type keyResult struct {
 	waits               []time.Duration // sorted, of acquires that got it
 }
 
-// scenario runs the demo: a Redis (embedded unless cfg.redisURL), the three
+// scenario runs the demo: a Redis (embedded unless cfg.redisURL), the
 // replicas on it, cfg.concurrency clients for cfg.duration, then everything
 // stopped and closed, and the numbers and the witness's verdict returned.
 // Progress goes to out, telemetry warnings to errOut.
@@ -117,16 +117,23 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	if cfg.noLock {
 		lockMode = "WITHOUT the lock (-nolock)"
 	}
-	fmt.Fprintf(out, "lockkit demo: the orders service as 3 replicas (gin, echo, gRPC), %s,\n", lockMode)
+	fmt.Fprintf(out, "lockkit demo: the orders service as %d replicas (%s), %s,\n", len(reps), strings.Join(replicaNames, ", "), lockMode)
 	fmt.Fprintf(out, "locks on %s\n", rdb.Desc)
-	fmt.Fprintf(out, "  gin http://%s   echo http://%s   grpc %s\n", reps[0].addr, reps[1].addr, reps[2].addr)
+	addrs := make([]string, len(reps))
+	for i, r := range reps {
+		addrs[i] = r.name + " " + r.addr
+		if r.proto == "http" {
+			addrs[i] = r.name + " http://" + r.addr
+		}
+	}
+	fmt.Fprintf(out, "  %s\n", strings.Join(addrs, "   "))
 	if cfg.lockView != "" {
 		url, stop, err := serveLockViews(cfg.lockView, reps)
 		if err != nil {
 			return nil, err
 		}
 		defer stop()
-		fmt.Fprintf(out, "live lock view of each replica while it runs: %s (gin/, echo/, grpc/; ?format=json)\n", url)
+		fmt.Fprintf(out, "live lock view of each replica while it runs: %s (%s/; ?format=json)\n", url, strings.Join(replicaNames, "/, "))
 		if cfg.hooks.lockView != nil {
 			cfg.hooks.lockView(url)
 		}
@@ -136,9 +143,9 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 		traffic = "all requests to " + plural(cfg.orders, "order")
 	}
 	if cfg.each > 0 {
-		fmt.Fprintf(out, "%d clients for %v, then until every replica answered every kind of request %d times, over all three: %s;\n", cfg.concurrency, cfg.duration, cfg.each, traffic)
+		fmt.Fprintf(out, "%d clients for %v, then until every replica answered every kind of request %d times, over all of them: %s;\n", cfg.concurrency, cfg.duration, cfg.each, traffic)
 	} else {
-		fmt.Fprintf(out, "%d clients for %v over all three: %s;\n", cfg.concurrency, cfg.duration, traffic)
+		fmt.Fprintf(out, "%d clients for %v over all of them: %s;\n", cfg.concurrency, cfg.duration, traffic)
 	}
 	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v;\n", cfg.wait, cfg.work)
 	fmt.Fprintf(out, "a few gRPC streams import line items into the same orders or export them, each holding order:<id> throughout;\nover HTTP a few transfers lock two orders together, tenant exports take one of %d permits, settings reads share and writes exclude\n\n", exportLimit)

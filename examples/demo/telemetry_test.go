@@ -44,7 +44,7 @@ func freePort(t *testing.T) int {
 }
 
 // With OTEL_METRICS_EXPORTER=prometheus the demo serves lockkit's metrics,
-// from all three replicas' lock Clients on one endpoint, while it runs, and
+// from every replica's lock Client on one endpoint, while it runs, and
 // says where.
 func TestMetricsEndpoint(t *testing.T) {
 	noOTel(t)

@@ -27,6 +27,13 @@ import (
 // with 409 while a read shares; with NoLock, pay writes under a lock held
 // elsewhere, with token 0.
 func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
+	RouterServed(t, func(t *testing.T, cfg ordershttp.Config) string { return serveRouter(t, newRouter(cfg)) })
+}
+
+// RouterServed is Router for a front end that is not an http.Handler
+// (ordersfiber): serve serves the front end of cfg on loopback until t
+// ends and returns its base URL.
+func RouterServed(t *testing.T, serve func(*testing.T, ordershttp.Config) string) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -42,12 +49,12 @@ func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 
 	t.Run("service", func(t *testing.T) {
 		c := newClient(t, srv, core.NopObserver{})
-		OrdersService(t, serveRouter(t, newRouter(ordershttp.Config{Client: c, Book: orders.NewStore(5 * time.Millisecond)})))
+		OrdersService(t, serve(t, ordershttp.Config{Client: c, Book: orders.NewStore(5 * time.Millisecond)}))
 	})
 
 	t.Run("held elsewhere", func(t *testing.T) {
 		obs := newAcquireLog()
-		base := serveRouter(t, newRouter(ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0)}))
+		base := serve(t, ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0)})
 		held := hold(t, "order:x")
 		if r := get(t, base+"/orders/x"); r != http.StatusOK {
 			t.Errorf("GET under a held lock: %d", r)
@@ -74,7 +81,7 @@ func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 	t.Run("wait budget", func(t *testing.T) {
 		const wait = 300 * time.Millisecond
 		obs := newAcquireLog()
-		base := serveRouter(t, newRouter(ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0), Wait: wait}))
+		base := serve(t, ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0), Wait: wait})
 		held := hold(t, "order:y")
 		if r := Post(t, base+"/orders/y/pay"); r.Status != http.StatusConflict || r.RetryAfter == "" {
 			t.Errorf("pay while held: %d %q %s", r.Status, r.RetryAfter, r.Body)
@@ -138,7 +145,7 @@ func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 	// an order named "%34%32" that nothing locks.
 	t.Run("escaped id", func(t *testing.T) {
 		obs := newAcquireLog()
-		base := serveRouter(t, newRouter(ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0)}))
+		base := serve(t, ordershttp.Config{Client: newClient(t, srv, obs), Book: orders.NewStore(0)})
 		r := Post(t, base+"/orders/%34%32/pay")
 		if e := obs.last(); r.Status != http.StatusOK || r.Order.ID != "42" || e.info.Key != "order:42" {
 			t.Errorf("pay /orders/%%34%%32: %d, paid order %q under the lock %q: %s", r.Status, r.Order.ID, e.info.Key, r.Body)
@@ -146,7 +153,7 @@ func Router(t *testing.T, newRouter func(ordershttp.Config) http.Handler) {
 	})
 
 	t.Run("nolock", func(t *testing.T) {
-		base := serveRouter(t, newRouter(ordershttp.Config{Book: orders.NewStore(0), NoLock: true}))
+		base := serve(t, ordershttp.Config{Book: orders.NewStore(0), NoLock: true})
 		held := hold(t, "order:z")
 		defer func() { _ = held.Release(ctx) }()
 		if r := Post(t, base+"/orders/z/pay"); r.Status != http.StatusOK || r.Token != "" || r.Order.Token != 0 || r.Order.Payments != 1 {

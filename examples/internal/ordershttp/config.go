@@ -1,8 +1,9 @@
 // Package ordershttp is what the HTTP front ends of the orders service
-// share: the Config their NewRouter takes (ordersgin, ordersecho), the
-// routes they all serve, and Command, the main of examples/gin and
-// examples/echo. The demo runs the same routers as its gin and echo
-// replicas, so what the examples show is what the demo measures.
+// share: the Config their NewRouter takes (ordersgin, ordersecho,
+// ordersfiber), the routes they all serve, and Command, the main of
+// examples/gin and examples/echo. The demo runs the same routers as its
+// gin, echo and fiber replicas, so what the examples show is what the demo
+// measures.
 //
 // The routes, the same on every front end, are Routes: each front end
 // registers them from that table, building each route's lock from it, and

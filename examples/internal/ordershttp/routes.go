@@ -15,7 +15,7 @@ import (
 // another.
 type Route struct {
 	Method string
-	Path   string // in gin's and echo's syntax: /orders/:id/pay
+	Path   string // in gin's, echo's and fiber's syntax: /orders/:id/pay
 	Op     Op     // what serves it
 	Lock   *Lock  // nil: no lock
 }

@@ -9,9 +9,9 @@ import (
 )
 
 // Instruments is what a server instruments itself with: the front ends of
-// the orders service (ordersgin, ordersecho, ordersgrpc) make every request
-// a server span on TracerProvider, under which the lock adapters start the
-// lock's spans. The zero value instruments nothing.
+// the orders service (ordersgin, ordersecho, ordersfiber, ordersgrpc) make
+// every request a server span on TracerProvider, under which the lock
+// adapters start the lock's spans. The zero value instruments nothing.
 type Instruments struct {
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/gofiber/fiber/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 )
@@ -76,6 +77,14 @@ func (t Timeouts) HTTPServer(h http.Handler) *http.Server {
 		WriteTimeout:      t.Write,
 		IdleTimeout:       t.Idle,
 	}
+}
+
+// FiberConfig returns the Config of a fiber app with t's HTTP timeouts.
+// fasthttp has no header timeout of its own: ReadTimeout bounds reading a
+// request whole, header and body, which fasthttp does before the handler
+// runs (a slow client holds no lock meanwhile).
+func (t Timeouts) FiberConfig() fiber.Config {
+	return fiber.Config{ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
 }
 
 // GRPCOptions returns the options of a gRPC server with t's keepalive

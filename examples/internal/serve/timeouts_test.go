@@ -128,7 +128,8 @@ type readResult struct {
 	err error
 }
 
-// Every server the examples start has the Default timeouts, and they are
+// Every server the examples start has the Default timeouts (a fiber app
+// those fasthttp has), and they are
 // finite: a read timeout of seconds (the requests carry no large body), a
 // write timeout above the longest lock wait an example allows (the demo's
 // -wait: a minute at most), keepalive bounds on a gRPC connection.
@@ -138,6 +139,9 @@ func TestDefaultTimeouts(t *testing.T) {
 	hs := s.srv
 	if hs.ReadHeaderTimeout != Default.ReadHeader || hs.ReadTimeout != Default.Read || hs.WriteTimeout != Default.Write || hs.IdleTimeout != Default.Idle {
 		t.Errorf("Start's server: header %v, read %v, write %v, idle %v; want %+v", hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout, hs.IdleTimeout, Default)
+	}
+	if fc := Default.FiberConfig(); fc.ReadTimeout != Default.Read || fc.WriteTimeout != Default.Write || fc.IdleTimeout != Default.Idle {
+		t.Errorf("FiberConfig: read %v, write %v, idle %v; want %+v", fc.ReadTimeout, fc.WriteTimeout, fc.IdleTimeout, Default)
 	}
 	d := Default
 	for name, v := range map[string]time.Duration{
