@@ -265,6 +265,7 @@ func (a *acquisition) asHolder() Holder {
 // lock is given back rather than held on a lease that may be gone.
 func (a *acquisition) attempt(ctx context.Context) (bool, error) {
 	a.attempts++
+	a.req.leave = a.req.wait && a.attempts > 1
 	sent := time.Now()
 	rep, err := a.c.b.acquire(ctx, a.names, a.req)
 	if err != nil {

@@ -74,6 +74,12 @@ type acquireReq struct {
 	place int64
 	more  bool
 	next  string
+	// leave: the caller may leave while this attempt is in flight (a
+	// waiter's attempt after its first), so the call goes where a caller
+	// can leave it (batcher.process), and a Redis that hangs holds no
+	// caller that gave up. The first attempt, every uncontended acquire's,
+	// stays on the direct path.
+	leave bool
 }
 
 // notifyOnly is the queue id of a waiter that has no place in the lock's

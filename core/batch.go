@@ -105,10 +105,23 @@ func (e errPipelinePanic) Error() string {
 
 // process runs cmd, alone or in a batch. The returned Cmd is cmd, or a new
 // one carrying ctx's error when the caller left before the reply.
-func (b *batcher) process(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+//
+// A direct call holds its caller until the reply or the socket's deadline:
+// go-redis reads the reply on the caller's goroutine, and a cancellation
+// does not end the read. So a caller that may give up while its call is in
+// flight (leave: a waiter's attempt after its first) makes its direct call
+// on a goroutine of its own, which it can leave when ctx is cancelled
+// (leaveable); the rest, the uncontended acquire's call included, make it
+// on theirs (no goroutine on the path every request takes).
+func (b *batcher) process(ctx context.Context, cmd *redis.Cmd, leave bool) *redis.Cmd {
 	b.mu.Lock()
 	if b.closed || (b.inflight < b.direct && len(b.queue) == 0) {
 		b.inflight++
+		if leave && !b.closed && ctx.Done() != nil {
+			b.wg.Add(1) // under mu, before close can begin to Wait
+			b.mu.Unlock()
+			return b.leaveable(ctx, cmd)
+		}
 		b.mu.Unlock()
 		defer b.finish() // also when a hook panics: the place in flight is given back
 		_ = b.rdb.Process(ctx, cmd)
@@ -128,6 +141,38 @@ func (b *batcher) process(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
 			// Sent or being sent: its pipeline owns cmd now; don't wait for it.
 			c.SetErr(&abandonedCall{done: q.done})
 		}
+		return c
+	}
+}
+
+// leaveable is a direct call its caller leaves when ctx is cancelled, with
+// an *abandonedCall whose done closes when the call is over (as a batch's
+// caller leaves: see batcher). When ctx's deadline passes the caller waits
+// for the call: the socket has the same deadline (ContextTimeoutEnabled),
+// so it ends now too, with the socket's own timeout error.
+func (b *batcher) leaveable(ctx context.Context, cmd *redis.Cmd) *redis.Cmd {
+	done := make(chan struct{})
+	go func() {
+		defer b.wg.Done()
+		defer close(done)
+		defer b.finish()
+		defer func() {
+			if v := recover(); v != nil { // a go-redis hook: answered as a batch's
+				cmd.SetErr(errPipelinePanic{v})
+			}
+		}()
+		_ = b.rdb.Process(ctx, cmd)
+	}()
+	select {
+	case <-done:
+		return cmd
+	case <-ctx.Done():
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			<-done
+			return cmd
+		}
+		c := redis.NewCmd(ctx)
+		c.SetErr(&abandonedCall{done: done})
 		return c
 	}
 }

@@ -98,7 +98,7 @@ func TestBatchedCallLeavesWithItsContext(t *testing.T) {
 	b := newBatcher(rdb, 1, DefaultReleaseTimeout)
 	defer b.close()
 	incr := func(ctx context.Context, key string) *redis.Cmd {
-		return b.process(ctx, redis.NewCmd(ctx, "incr", key))
+		return b.process(ctx, redis.NewCmd(ctx, "incr", key), false)
 	}
 	if err := incr(context.Background(), "batch:sent").Err(); err != nil {
 		t.Fatal(err)
@@ -149,13 +149,13 @@ func TestBatcherCloseAnswersQueuedCalls(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = b.process(ctx, redis.NewCmd(ctx, "ping"))
+		_ = b.process(ctx, redis.NewCmd(ctx, "ping"), false)
 	}()
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == 1 })
 	queued := make(chan error, 1)
 	go func() {
 		ctx := context.Background()
-		queued <- b.process(ctx, redis.NewCmd(ctx, "ping")).Err()
+		queued <- b.process(ctx, redis.NewCmd(ctx, "ping"), false).Err()
 	}()
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) == 1 })
 	b.close()
@@ -393,7 +393,7 @@ func fillPlaces(t *testing.T, b *batcher, keys ...string) <-chan error {
 	bg := context.Background()
 	blocked := make(chan error, len(keys))
 	for _, k := range keys {
-		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60)).Err() }()
+		go func() { blocked <- b.process(bg, redis.NewCmd(bg, "blpop", k, 60), false).Err() }()
 	}
 	waitFor(t, func() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.inflight == len(keys) })
 	return blocked
@@ -449,7 +449,7 @@ func TestQueuedCallsGoInSeveralBoundedPipelines(t *testing.T) {
 	got := make(chan answer, queued)
 	for range queued {
 		go func() {
-			n, err := b.process(bg, redis.NewCmd(bg, "incr", "batch:n")).Int64()
+			n, err := b.process(bg, redis.NewCmd(bg, "incr", "batch:n"), false).Int64()
 			got <- answer{n, err}
 		}()
 	}

@@ -76,14 +76,15 @@ func (p *primary) run(ctx context.Context, s *script, keys []string, args ...any
 // lost the script (NOSCRIPT). argv is the whole command after its first two
 // slots (filled here): numkeys, the key, the script's arguments. Building
 // it directly, rather than through redis.Script.Run, saves the copies and
-// boxing go-redis would add on the path every request takes.
-func (p *primary) eval(ctx context.Context, s *script, argv []any) *redis.Cmd {
+// boxing go-redis would add on the path every request takes. leave is
+// batcher.process's.
+func (p *primary) eval(ctx context.Context, s *script, argv []any, leave bool) *redis.Cmd {
 	argv[0], argv[1] = "evalsha", s.sha
-	cmd := p.batch.process(ctx, redis.NewCmd(ctx, argv...))
+	cmd := p.batch.process(ctx, redis.NewCmd(ctx, argv...), leave)
 	if isNoScript(cmd.Err()) {
 		argv = append([]any(nil), argv...) // the first Cmd may still be read
 		argv[0], argv[1] = "eval", s.src
-		cmd = p.batch.process(ctx, redis.NewCmd(ctx, argv...))
+		cmd = p.batch.process(ctx, redis.NewCmd(ctx, argv...), leave)
 	}
 	return cmd
 }
@@ -127,7 +128,7 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 	case notifyOnly:
 		argv = argv[:9]
 	}
-	v, err := p.script(ctx, acquireScript, n, argv).Result()
+	v, err := p.script(ctx, acquireScript, n, argv, r.leave).Result()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -135,11 +136,11 @@ func (p *primary) acquire(ctx context.Context, n redisNames, r acquireReq) (acqu
 }
 
 // script runs s on n's key with argv (as eval takes it): through the
-// batcher (eval), or, under replica acknowledgement, pipelined with its
-// WAIT (run).
-func (p *primary) script(ctx context.Context, s *script, n redisNames, argv []any) *redis.Cmd {
+// batcher (eval; leave as batcher.process takes it), or, under replica
+// acknowledgement, pipelined with its WAIT (run).
+func (p *primary) script(ctx context.Context, s *script, n redisNames, argv []any, leave bool) *redis.Cmd {
 	if p.ack.replicas == 0 {
-		return p.eval(ctx, s, argv)
+		return p.eval(ctx, s, argv, leave)
 	}
 	return p.run(ctx, s, []string{n.key}, argv[4:]...)
 }
@@ -161,7 +162,7 @@ func (p *primary) acquireShared(ctx context.Context, n redisNames, r acquireReq,
 	default:
 		argv = argv[:first+11]
 	}
-	res, err := p.script(ctx, sharedAcquireScripts.on(p.sharded), n, argv).Slice()
+	res, err := p.script(ctx, sharedAcquireScripts.on(p.sharded), n, argv, r.leave).Slice()
 	if err != nil {
 		return acquireReply{}, err
 	}
@@ -215,7 +216,7 @@ func (p *primary) release(ctx context.Context, n redisNames, token string, keepE
 	if keepExpiry {
 		argv = argv[:6] // release.lua keeps the lease's expiry
 	}
-	v, err := p.eval(ctx, releaseScripts.on(p.sharded), argv).Int64()
+	v, err := p.eval(ctx, releaseScripts.on(p.sharded), argv, false).Int64()
 	return err == nil && v >= 1, err
 }
 
@@ -229,7 +230,7 @@ func (p *primary) releaseShared(ctx context.Context, n redisNames, token, queue 
 		kind = "rw"
 	}
 	argv := []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs, kind, queue}
-	v, err := p.script(ctx, sharedReleaseScripts.on(p.sharded), n, argv).Int64()
+	v, err := p.script(ctx, sharedReleaseScripts.on(p.sharded), n, argv, false).Int64()
 	return err == nil && v >= 1, v == 2, err
 }
 

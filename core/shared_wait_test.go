@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/internal/redistest"
+	"github.com/lockkit/lockkit/internal/tcpproxy"
 	"github.com/lockkit/lockkit/internal/testkit"
 	"github.com/redis/go-redis/v9"
 )
@@ -414,4 +415,64 @@ func TestGiveUpOnHungRedisReturns(t *testing.T) {
 		err := <-done
 		t.Errorf("Lock returned more than %v after its ctx was cancelled, while Redis hung: %v", giveUpBound, err)
 	}
+}
+
+// TestGiveUpWhileAttemptUnanswered: a waiter whose attempt after its first
+// is on its way to a Redis that does not answer (its reply is dropped)
+// gives up, and Acquire returns at the leave's bound, not when the
+// attempt's socket times out (30 s). Redis's own counters say the attempt
+// ran before the caller gave up: the give-up met it in flight. Before the
+// waiter's later attempts could be left in flight, this one held the
+// caller 30 s, and TestGiveUpOnHungRedisReturns failed when the pause
+// caught one.
+func TestGiveUpWhileAttemptUnanswered(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testkit.Context(t, time.Minute)
+	px, err := tcpproxy.New(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = px.Close() })
+	patient := srv.NewClient(func(o *redis.Options) {
+		o.Addr, o.ReadTimeout, o.WriteTimeout = px.Addr(), 30*time.Second, 30*time.Second
+	})
+	c := newClientOn(t, patient, core.WithReleaseTimeout(30*time.Second), core.WithTTL(2*time.Second))
+	holder := newClient(t, srv)
+	l, err := holder.Acquire(ctx, "unanswered")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Acquire(wctx, "unanswered", core.Wait(time.Minute))
+		done <- err
+	}()
+	waitQueuedInRedis(t, ctx, srv, "lockkit:v1:k:unanswered", "i")
+	scripts := func() int64 {
+		st, err := redistest.CommandStats(ctx, srv.Client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st["evalsha"].Calls + st["eval"].Calls
+	}
+	before := scripts()
+	px.DropReplies(true) // the waiter's next attempt (its queue's refresh) runs, unanswered
+	testkit.WaitFor(t, 30*time.Second, "the waiter's next attempt to run on Redis", func() bool { return scripts() > before })
+	cancel()
+	at := time.Now()
+	select {
+	case err := <-done:
+		t.Logf("returned %v after its ctx was cancelled: %v", time.Since(at), err)
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Acquire = %v, want context.Canceled", err)
+		}
+	case <-time.After(giveUpBound):
+		px.CutAll()
+		t.Errorf("Acquire returned more than %v after its ctx was cancelled, its attempt unanswered: %v", giveUpBound, <-done)
+	}
+	px.DropReplies(false)
+	px.CutAll() // the attempt's batch ends now, not at its socket's timeout (Close waits for it)
 }

@@ -60,7 +60,7 @@ func (r *sharedRig) giveBack(id string, keep time.Duration) {
 		kind = "rw"
 	}
 	argv := []any{nil, nil, 1, r.n.keyArg, id, r.n.channelArg, ms(keep), kind, id}
-	if err := r.p.script(r.ctx, sharedReleaseScripts.on(false), r.n, argv).Err(); err != nil {
+	if err := r.p.script(r.ctx, sharedReleaseScripts.on(false), r.n, argv, false).Err(); err != nil {
 		r.t.Fatalf("give-back of %s: %v", id, err)
 	}
 }
