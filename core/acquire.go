@@ -760,6 +760,9 @@ func (c *Client) background(fn func()) {
 
 // giveBack releases token, best effort, bounded by the release timeout.
 func (c *Client) giveBack(n redisNames, token string) {
+	if c.cfg.givenBack != nil {
+		c.cfg.givenBack(n.user, token)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
 	defer cancel()
 	if p, shared := c.b.(*primary); shared && n.kind != kindMutex {

@@ -37,6 +37,13 @@ var KeySlot = keySlot
 // channel (tests of a rolling deploy only).
 func WithClassicCluster() Option { return func(c *config) { c.classicCluster = true } }
 
+// WithGiveBackHook makes c tell f every token it gives back after an
+// attempt whose reply did not come, before the give-back is sent (tests
+// that tell a late attempt's lock from a stranded lease).
+func WithGiveBackHook(f func(key, token string)) Option {
+	return func(c *config) { c.givenBack = f }
+}
+
 // RunAcquireAll runs acquireall.lua as is (tests of its idempotence).
 func RunAcquireAll(ctx context.Context, rdb redis.Scripter, keys []string, args ...any) ([]any, error) {
 	return acquireAllScript.Run(ctx, rdb, keys, args...).Slice()

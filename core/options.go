@@ -47,6 +47,9 @@ type config struct {
 	// classicCluster keeps a cluster client on classic PUBLISH / SUBSCRIBE,
 	// as versions before shard channels behaved (tests of rolling deploys).
 	classicCluster bool
+	// givenBack, when set, hears every token given back after an attempt
+	// whose reply did not come (tests only: WithGiveBackHook).
+	givenBack func(key, token string)
 }
 
 // replicaAck: WAIT for this many replicas after acquire and renewal.
