@@ -230,3 +230,21 @@ type unlockedRecorder struct {
 func (u *unlockedRecorder) Unlocked(context.Context, core.AcquireInfo, error) { u.n <- struct{}{} }
 
 func (u *unlockedRecorder) count() int { return len(u.n) }
+
+// Complete is sent detached from its context: a request context already
+// cancelled (the client went away as the handler returned) does not drop
+// the answer.
+func TestClaimCompleteCancelledContext(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	ctx := testkit.Context(t, 10*time.Second)
+	cl := mustClaim(t, ctx, c, "k", core.ClaimRequest{})
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := cl.Lease.Complete(gone, []byte("kept")); err != nil {
+		t.Fatalf("Complete on a cancelled context: %v", err)
+	}
+	if got, err := c.Claim(ctx, "k", core.ClaimRequest{}); err != nil || string(got.Payload) != "kept" {
+		t.Fatalf("replay %+v, %v; want the answer", got, err)
+	}
+}
