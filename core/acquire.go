@@ -765,7 +765,7 @@ func (c *Client) giveBack(n redisNames, token string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.releaseTimeout)
 	defer cancel()
-	if p, shared := c.b.(*primary); shared && n.kind != kindMutex {
+	if p, shared := c.b.(*primary); shared && n.kind.shared() {
 		// Its own id as the releasing queue: a give-back, which leaves a
 		// tombstone even when the token or queue held (shared_release.lua).
 		_, _, _ = p.releaseShared(ctx, n, token, token)

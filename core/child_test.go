@@ -14,6 +14,8 @@ func childMain() int {
 	switch role := os.Getenv(childEnv); role {
 	case "exclusion":
 		err = exclusionChild()
+	case "claim":
+		err = claimChild()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}

@@ -28,6 +28,7 @@ func TestCluster(t *testing.T) {
 	t.Run("RollingDeploy", func(t *testing.T) { testClusterRollingDeploy(t, cl) })
 	t.Run("Shared", func(t *testing.T) { testClusterShared(t, cl) })
 	t.Run("Multi", func(t *testing.T) { testClusterMulti(t, cl) })
+	t.Run("Claim", func(t *testing.T) { testClusterClaim(t, cl) })
 	t.Run("Resharding", func(t *testing.T) {
 		testClusterTopologyChange(t, cl, func(slot int) {
 			from := cl.Master(slot)

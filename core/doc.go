@@ -28,6 +28,11 @@
 // many readers or one writer, and AcquireAll takes several keys all or
 // nothing.
 //
+// Client.Claim makes a retried request run once: it claims an
+// idempotency record, or returns its stored answer, in one round trip; the
+// claim is a Lease (renewed, lost, fenced as any), Lease.Complete stores
+// the answer fenced by its token, and Release abandons it so a retry runs.
+//
 // Every error matches ctx.Err() or one of the sentinel errors
 // (ErrNotAcquired: seen held; ErrUnavailable: Redis failed or did not
 // answer in time; ErrLost, ...). Classify turns an acquire's error into an

@@ -86,6 +86,16 @@ var (
 	// node, or one master given twice).
 	ErrBadRedisClient = errors.New("lockkit: unusable redis client")
 
+	// ErrFingerprint: Client.Claim found the idempotency key's record made
+	// by another request (another ClaimRequest.Fingerprint): the client
+	// reused a key for a different request. Classify makes it
+	// OutcomeMismatch (HTTP 422).
+	ErrFingerprint = errors.New("lockkit: idempotency key used for another request")
+
+	// ErrTooLarge: Lease.Complete got an answer over MaxPayload; it stored
+	// nothing and released the claim.
+	ErrTooLarge = errors.New("lockkit: answer too large to store")
+
 	// ErrReplicaAck: fewer replicas than WithReplicaAck asks for acknowledged a
 	// write in time. It comes wrapped in ErrUnavailable.
 	ErrReplicaAck = errors.New("lockkit: not enough replicas acknowledged")

@@ -222,3 +222,80 @@ func ExampleLease_Context() {
 	fmt.Println(context.Cause(lease.Context()))
 	// Output: lockkit: lease lost
 }
+
+// Claim and Complete: a request retried with the same idempotency key runs
+// once. The first claims the record and runs; its answer is stored by
+// Complete; the retry gets that answer back without running. (Package
+// guard does this in front of a handler: it builds the record key from
+// the client's key and the route, and the fingerprint from the request.)
+func ExampleClient_Claim() {
+	srv, err := locktest.Start() // an embedded Redis, for the example
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	locks := srv.Client()
+
+	pay := func(ctx context.Context, idemKey string) (string, error) {
+		req := core.ClaimRequest{Fingerprint: "sha256 of the request", Retention: 24 * time.Hour}
+		claim, err := locks.Claim(ctx, "pay:"+idemKey, req)
+		switch {
+		case errors.Is(err, core.ErrNotAcquired):
+			return "", fmt.Errorf("in progress, retry later: %w", err) // 409 + Retry-After
+		case errors.Is(err, core.ErrFingerprint):
+			return "", err // 422: the key was used for another request
+		case err != nil:
+			return "", err // ErrUnavailable: 503
+		case claim.Replayed():
+			return string(claim.Payload) + " (replayed)", nil
+		}
+		// The work runs under the claim's context (lost: it ends) and fences
+		// its writes with claim.Token.
+		answer := fmt.Sprintf("paid, fenced by a token > 0: %v", claim.Token > 0)
+		if err := claim.Lease.Complete(ctx, []byte(answer)); err != nil {
+			return "", err // its claim was taken over: the newer owner's answer stands
+		}
+		return answer, nil
+	}
+
+	ctx := context.Background()
+	for range 2 {
+		answer, err := pay(ctx, "k-123")
+		fmt.Println(answer, err)
+	}
+	// Output:
+	// paid, fenced by a token > 0: true <nil>
+	// paid, fenced by a token > 0: true (replayed) <nil>
+}
+
+// Release of a claim without Complete abandons it (the work failed, a 5xx):
+// the next retry runs at once, with a larger fencing token.
+func ExampleLease_Complete() {
+	srv, err := locktest.Start() // an embedded Redis, for the example
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	locks := srv.Client()
+	ctx := context.Background()
+
+	first, err := locks.Claim(ctx, "pay:k-9", core.ClaimRequest{})
+	if err != nil {
+		panic(err)
+	}
+	_ = first.Lease.Release(context.WithoutCancel(ctx)) // the work failed: not stored
+
+	retry, err := locks.Claim(ctx, "pay:k-9", core.ClaimRequest{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("retry runs:", retry.Lease != nil, "larger token:", retry.Token > first.Token)
+	if err := retry.Lease.Complete(ctx, []byte("ok")); err != nil {
+		panic(err)
+	}
+	again, _ := locks.Claim(ctx, "pay:k-9", core.ClaimRequest{})
+	fmt.Println("then replayed:", again.Replayed(), string(again.Payload))
+	// Output:
+	// retry runs: true larger token: true
+	// then replayed: true ok
+}

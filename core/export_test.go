@@ -75,3 +75,10 @@ func QueueStates(c *Client) string {
 // WithSchedulerLooks calls f each time the renewal scheduler wakes to look
 // at its leases (tests only).
 func WithSchedulerLooks(f func()) Option { return withHooks(testHooks{tickFn: f}) }
+
+// CompleteAgain sends the completion of the claim l once more, as go-redis
+// re-sends a write whose reply was lost (MaxRetries), whatever the lease's
+// local state (tests of complete.lua's idempotence and fence).
+func CompleteAgain(ctx context.Context, l *Lease, payload []byte) (bool, error) {
+	return l.c.b.(*primary).complete(ctx, l.names, l.token, l.fence, payload, l.retention)
+}

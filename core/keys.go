@@ -64,6 +64,16 @@ const (
 // semaphore, a read/write lock and a mutex of the same key are three
 // different locks.
 //
+// Idempotency records (claim.go) add, under the same version:
+//
+//	<prefix>:v1:i:<key>    record hash (ih:<sha256hex> for a longer key)
+//	<prefix>:v1:c:i:<key>  its channel (on a cluster, the record's own name)
+//
+// A record is a lock hash (o, f, w, m, r below) whose claim expires at a
+// field of its own, e, rather than with the key, plus the fingerprint p,
+// the stored answer d, and k (the claim took over an expired one); see
+// claim.lua. It is one key: every script of a record touches one slot.
+//
 // The lock hash has the fields
 //
 //	o  owner token of the current lease (absent, or empty once released, when free)

@@ -35,6 +35,7 @@ type Lease struct {
 	mode       sharedMode // the side or permit a shared lease holds (0: mutex)
 	noRenew    bool
 	maxHold    time.Duration // MaxHold; 0: none
+	retention  time.Duration // a claim's (Client.Claim): how long Complete keeps its answer
 	acquiredAt time.Time
 	// grant: the hand-off that gave this lease the lock, granted before
 	// its reply (see grant); nil for a lease its own attempt took.
@@ -176,8 +177,11 @@ func (l *Lease) rootLease() *Lease {
 
 // kind is the lease's Kind (KindMutex, KindSemaphore, KindRead, KindWrite).
 func (l *Lease) kind() string {
-	if l.names.kind == kindMutex {
+	switch l.names.kind {
+	case kindMutex:
 		return KindMutex
+	case kindRecord:
+		return KindClaim
 	}
 	return l.mode.kind()
 }
@@ -343,7 +347,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	var ok, elsewhere bool
 	var err error
-	if p, shared := c.b.(*primary); shared && l.names.kind != kindMutex {
+	if p, shared := c.b.(*primary); shared && l.names.kind.shared() {
 		ok, elsewhere, err = p.releaseShared(bctx, l.names, l.token, c.queueID(l.names.queue))
 	} else {
 		ok, err = c.b.release(bctx, l.names, l.token, l.keepsExpiry())

@@ -95,9 +95,12 @@ type AcquireResult struct {
 	// attempt of this acquire.
 	Handoff bool
 	Waited  time.Duration // from AcquireStart to the end
-	Token   int64         // fencing token when acquired
-	Holder  Holder        // last holder seen when contended
-	Err     error         // nil when acquired
+	Token   int64         // fencing token when acquired (replayed: the token of the claim that stored the answer)
+	// TakenOver (Client.Claim): the claim took over a claim that expired
+	// without an answer.
+	TakenOver bool
+	Holder    Holder // last holder seen when contended
+	Err       error  // nil when acquired
 }
 
 // LeaseInfo describes a lease in lease events.

@@ -12,8 +12,10 @@ import (
 // same failure is the same outcome everywhere.
 type Outcome uint8
 
-// Outcomes. All but Unlocked and Lost can end an acquire; those two are
-// reported by adapters about a request.
+// Outcomes. All but Unlocked, Lost, Replayed and Mismatch can end an
+// acquire; Unlocked and Lost are reported by adapters about a request;
+// Replayed and Mismatch end a claim (Client.Claim), as the acquire's
+// outcomes can too.
 const (
 	// OutcomeAcquired: the caller holds the lock.
 	OutcomeAcquired Outcome = iota + 1
@@ -54,6 +56,13 @@ const (
 	// attempt or until the wait budget ran out: the per-key concurrency
 	// limit is reached. HTTP 429 with Retry-After, gRPC ResourceExhausted.
 	OutcomeLimited
+	// OutcomeReplayed: an idempotency record was found completed, and its
+	// stored answer is the request's (Client.Claim). Not an error.
+	OutcomeReplayed
+	// OutcomeMismatch: the idempotency key's record was made by another
+	// request (ErrFingerprint), the client's mistake. HTTP 422, gRPC
+	// FailedPrecondition.
+	OutcomeMismatch
 )
 
 var outcomeNames = [...]string{
@@ -69,6 +78,8 @@ var outcomeNames = [...]string{
 	OutcomeLost:          "lost",
 	OutcomeClosed:        "closed",
 	OutcomeLimited:       "limited",
+	OutcomeReplayed:      "replayed",
+	OutcomeMismatch:      "mismatch",
 }
 
 // String is the outcome's low-cardinality name, as telemetry records it.
@@ -111,6 +122,8 @@ func classifyErr(ctx context.Context, err error) Outcome {
 		return OutcomeMisconfigured
 	case errors.Is(err, ErrInvalidKey):
 		return OutcomeBadKey
+	case errors.Is(err, ErrFingerprint):
+		return OutcomeMismatch
 	case errors.As(err, &ce):
 		if errors.Is(ce.err, context.DeadlineExceeded) {
 			return OutcomeDeadline

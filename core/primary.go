@@ -208,6 +208,9 @@ func parseAcquire(v any) (acquireReply, error) {
 }
 
 func (p *primary) release(ctx context.Context, n redisNames, token string, keepExpiry bool) (bool, error) {
+	if n.kind == kindRecord {
+		return p.abandon(ctx, n, token)
+	}
 	if n.kind != kindMutex {
 		ok, _, err := p.releaseShared(ctx, n, token, "")
 		return ok, err

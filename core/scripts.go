@@ -84,6 +84,24 @@ var (
 	//go:embed scripts/inspect.lua
 	inspectLua    string
 	inspectScript = newScript(inspectLua)
+
+	// The scripts of idempotency records (claim.go): a record hash is a
+	// lock hash whose claim expires at a field of its own (see claim.lua).
+	//go:embed scripts/claim.lua
+	claimLua    string
+	claimScript = newScript(nextFenceLua + claimLua)
+
+	//go:embed scripts/claim_extend.lua
+	claimExtendLua    string
+	claimExtendScript = newScript(claimExtendLua)
+
+	//go:embed scripts/complete.lua
+	completeLua     string
+	completeScripts = newAnnouncer(completeLua)
+
+	//go:embed scripts/abandon.lua
+	abandonLua     string
+	abandonScripts = newAnnouncer(abandonLua)
 )
 
 // leaveQueueMarker is the line of a script that leavequeue.lua takes.

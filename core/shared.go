@@ -26,14 +26,21 @@ const (
 	kindMutex     lockKind = iota // the lock hash (acquire.lua and friends)
 	kindSemaphore                 // a shared hash of permits (shared_*.lua)
 	kindRW                        // a shared hash of readers or one writer
+	kindRecord                    // an idempotency record's claim (claim.lua and friends)
 )
 
 func (k lockKind) extendScript() *script {
-	if k == kindMutex {
+	switch k {
+	case kindMutex:
 		return extendScript
+	case kindRecord:
+		return claimExtendScript
 	}
 	return sharedExtendScript
 }
+
+// shared: the kind lives in a shared hash (shared_*.lua).
+func (k lockKind) shared() bool { return k == kindSemaphore || k == kindRW }
 
 // sharedMode is what one attempt on a shared hash asks for.
 type sharedMode byte
@@ -50,6 +57,8 @@ const (
 	KindSemaphore = "semaphore"
 	KindRead      = "read"
 	KindWrite     = "write"
+	// KindClaim is the claim of an idempotency record (Client.Claim).
+	KindClaim = "claim"
 )
 
 func (m sharedMode) kind() string {
