@@ -30,7 +30,6 @@ import (
 type Idempotency[R any] struct {
 	rd      HTTPReader[R]
 	cfg     IdempotencyConfig[R]
-	methods []string
 	allowed map[string]bool // canonical header names an answer may replay
 }
 
@@ -232,12 +231,12 @@ func NewIdempotency[R any](rd HTTPReader[R], opts ...IdempotencyOption[R]) (*Ide
 	if c.Retention == 0 {
 		c.Retention = DefaultRetention
 	}
-	c.Scope = slices.Clone(c.Scope)
+	c.Methods, c.Scope = methods, slices.Clone(c.Scope)
 	allowed := map[string]bool{}
 	for _, name := range append(slices.Clone(defaultReplayHeaders), c.ReplayHeaders...) {
 		allowed[textproto.CanonicalMIMEHeaderKey(name)] = true
 	}
-	return &Idempotency[R]{rd: rd, cfg: c, methods: methods, allowed: allowed}, nil
+	return &Idempotency[R]{rd: rd, cfg: c, allowed: allowed}, nil
 }
 
 // Config is x's configuration, its defaults filled in.
@@ -246,7 +245,7 @@ func (x *Idempotency[R]) Config() IdempotencyConfig[R] { return x.cfg }
 // Applies reports whether a request of method carries a key on x's route:
 // POST and PATCH by default, the configured Methods otherwise. Methods
 // are case-sensitive, as HTTP's are.
-func (x *Idempotency[R]) Applies(method string) bool { return slices.Contains(x.methods, method) }
+func (x *Idempotency[R]) Applies(method string) bool { return slices.Contains(x.cfg.Methods, method) }
 
 // ClientKey is the client's key of r (ParseIdempotencyKey), read from every
 // line of the header when x's reader is a HeaderValuesReader, else from

@@ -132,6 +132,9 @@ func parseKeyMember(s string) (key, tail string, err error) {
 				return "", "", fmt.Errorf("byte %d is not printable ASCII", i)
 			}
 		}
+		if i == 0 {
+			return "", "", errors.New("empty")
+		}
 		if i > MaxIdempotencyKeyLen {
 			return "", "", fmt.Errorf("longer than %d bytes", MaxIdempotencyKeyLen)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -86,7 +87,7 @@ const (
 // EncodeResponse is resp as x's record stores it: its status, the headers
 // x replays (ReplayHeader) and its body, in a versioned, length-prefixed
 // encoding (DecodeResponse reads it back). A body larger than MaxAnswer is
-// ErrAnswerTooLarge; a status outside 100–999, or a header name or value
+// ErrAnswerTooLarge; a status outside 200–999 (a final one), or a header name or value
 // HTTP does not allow, an error.
 func (x *Idempotency[R]) EncodeResponse(resp Response) ([]byte, error) {
 	if int64(len(resp.Body)) > x.cfg.MaxAnswer {
@@ -105,7 +106,7 @@ func (x *Idempotency[R]) EncodeResponse(resp Response) ([]byte, error) {
 // its headers first): version, status, headers in name order, body, each
 // length-prefixed. The same answer always encodes to the same bytes.
 func EncodeResponse(resp Response) ([]byte, error) {
-	if resp.Status < 100 || resp.Status > 999 {
+	if resp.Status < 200 || resp.Status > 999 {
 		return nil, fmt.Errorf("lockkit: cannot store status %d", resp.Status)
 	}
 	names := make([]string, 0, len(resp.Header))
@@ -164,7 +165,7 @@ func DecodeResponse(b []byte) (Response, error) {
 		return Response{}, fmt.Errorf("%w: version %d", ErrRecord, v)
 	}
 	status := d.uvarint(999)
-	if d.err == nil && status < 100 {
+	if d.err == nil && status < 200 {
 		d.fail("status %d", status)
 	}
 	resp := Response{Status: int(status)}
@@ -238,6 +239,9 @@ func (d *decoder) uvarint(limit uint64) uint64 {
 	case n <= 0:
 		d.fail("a length cut short")
 		return 0
+	case n != len(binary.AppendUvarint(nil, v)):
+		d.fail("a length not in its shortest form") // one record, one encoding
+		return 0
 	case v > limit:
 		d.fail("%d is more than %d", v, limit)
 		return 0
@@ -248,7 +252,10 @@ func (d *decoder) uvarint(limit uint64) uint64 {
 
 // bytes reads a length-prefixed field.
 func (d *decoder) bytes() []byte {
-	n := d.uvarint(uint64(len(d.b)))
+	n := d.uvarint(math.MaxInt)
+	if d.err == nil && n > uint64(len(d.b)) {
+		d.fail("a length of %d past the end", n)
+	}
 	if d.err != nil {
 		return nil
 	}
