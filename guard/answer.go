@@ -113,8 +113,16 @@ func AnswerFor(o core.Outcome, err error, after time.Duration) Answer {
 		return a
 	}
 	p := ProblemFor(o, err)
-	a.Status, a.Problem = p.Status, &p
-	switch a.Status {
+	return problemAnswer(p.Status, p.Detail, after)
+}
+
+// problemAnswer is the answer of status with a problem saying detail, and
+// Retry-After where retrying later can work (409, 429, 503): the one shape
+// of every answer the middleware writes itself, a lock's or idempotency's.
+func problemAnswer(status int, detail string, after time.Duration) Answer {
+	p := Problem{Type: "about:blank", Title: http.StatusText(status), Status: status, Detail: detail}
+	a := Answer{Status: status, Problem: &p}
+	switch status {
 	case http.StatusConflict, http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		a.RetryAfter = strconv.Itoa(RetryAfterSeconds(after))
 	}

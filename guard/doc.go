@@ -51,6 +51,18 @@
 // into a Middleware, which also skips, answers and reports as its fields
 // say, so the adapter only maps its framework's request and answers.
 //
+// Idempotency: a retried request runs once. NewIdempotency checks a
+// route's options (IdempotencyOption: the key header, Required, Methods,
+// Scope, MaxBody, Retention, StoreEveryAnswer, ReplayHeaders, Wait); per
+// request ClientKey reads the client's key (ParseIdempotencyKey: an
+// sf-string or a bare value), ReadBody buffers the body under its cap
+// (413 past it), RecordKey and Fingerprint say which record and which
+// request, ResponseCapture (or a Response the adapter fills) records the
+// handler's answer, Stores decides whether it is kept, EncodeResponse and
+// DecodeResponse are the record's bytes, Response.Write replays it, and
+// IdempotencyAnswer is the middleware's own answer (400, 409, 413, 422), the
+// same problem+json as a lock's. core keeps the records.
+//
 // A fail-open run (core.Request.FailOpen) is reported to the Client's
 // Observer by core itself when it runs unlocked, so no adapter can forget
 // it or report it for the wrong outcome.

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"iter"
 	"net/textproto"
 	"net/url"
 	"strings"
@@ -27,25 +28,42 @@ const (
 // '&' ('+' a space, percent-decoded once), a pair holding ';' or an escape
 // that does not decode skipped, "" when none.
 func QueryValue(raw, name string) string {
-	if strings.Count(raw, "&")+1 > maxQueryParams {
-		return ""
-	}
-	for raw != "" {
-		var kv string
-		kv, raw, _ = strings.Cut(raw, "&")
-		if kv == "" || strings.Contains(kv, ";") {
-			continue
-		}
-		k, v, _ := strings.Cut(kv, "=")
-		k, err := url.QueryUnescape(k)
-		if err != nil || k != name {
-			continue
-		}
-		if v, err = url.QueryUnescape(v); err == nil {
+	for k, v := range queryPairs(raw) {
+		if k == name {
 			return v
 		}
 	}
 	return ""
+}
+
+// queryPairs are the decoded pairs of raw in order, as net/http's
+// url.ParseQuery keeps them: the one reading of a query string, for
+// QueryValue and the canonical query of a fingerprint (canonicalQuery).
+// Past maxQueryParams there are none, as net/http reads none.
+func queryPairs(raw string) iter.Seq2[string, string] {
+	return func(yield func(k, v string) bool) {
+		if strings.Count(raw, "&")+1 > maxQueryParams {
+			return
+		}
+		for raw != "" {
+			var kv string
+			kv, raw, _ = strings.Cut(raw, "&")
+			if kv == "" || strings.Contains(kv, ";") {
+				continue
+			}
+			k, v, _ := strings.Cut(kv, "=")
+			k, err := url.QueryUnescape(k)
+			if err != nil {
+				continue
+			}
+			if v, err = url.QueryUnescape(v); err != nil {
+				continue
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // CookieRaw is the value of the first cookie name in lines, a request's
