@@ -18,7 +18,7 @@ func (p *primary) claim(ctx context.Context, n redisNames, token string, ttl tim
 		w = "1"
 	}
 	argv := []any{nil, nil, 1, n.keyArg, token, msArg(ttl), owner, meta, fingerprint, ms(retention), w}
-	res, err := p.script(ctx, claimScript, n, argv).Slice()
+	res, err := p.script(ctx, claimScript, n, argv, false).Slice()
 	if err != nil {
 		return claimReply{}, err
 	}
@@ -57,7 +57,7 @@ func parseClaim(res []any) (claimReply, error) {
 // still holds the claim; false when it does not.
 func (p *primary) complete(ctx context.Context, n redisNames, token string, fence int64, payload []byte, retention time.Duration) (bool, error) {
 	argv := []any{nil, nil, 1, n.keyArg, token, fence, payload, ms(retention), n.channelArg}
-	v, err := p.script(ctx, completeScripts.on(p.sharded), n, argv).Int64()
+	v, err := p.script(ctx, completeScripts.on(p.sharded), n, argv, false).Int64()
 	return err == nil && v == 1, err
 }
 
@@ -65,6 +65,6 @@ func (p *primary) complete(ctx context.Context, n redisNames, token string, fenc
 // answer (the release of a claim's lease).
 func (p *primary) abandon(ctx context.Context, n redisNames, token string) (bool, error) {
 	argv := []any{nil, nil, 1, n.keyArg, token, n.channelArg, fenceKeepMs}
-	v, err := p.eval(ctx, abandonScripts.on(p.sharded), argv).Int64()
+	v, err := p.eval(ctx, abandonScripts.on(p.sharded), argv, false).Int64()
 	return err == nil && v == 1, err
 }
