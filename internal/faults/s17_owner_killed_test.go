@@ -57,25 +57,7 @@ func TestS17ClaimOwnerKilled(t *testing.T) {
 			}
 
 			killed := owner.kill()
-			attempts := 0
-			var cl core.Claim
-			var r *replica
-			for {
-				r = reps[attempts%len(reps)]
-				attempts++
-				var err error
-				cl, err = r.claim(ctx, id, payFingerprint(id))
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, core.ErrNotAcquired) {
-					t.Fatalf("attempt %d after the kill: %v", attempts, err)
-				}
-				if attempts >= 2 {
-					t.Fatalf("attempt %d after the kill still refused (%v): want the takeover on the first retry after the hint", attempts, err)
-				}
-				sleep(ctx, retryAfter(err))
-			}
+			cl, r, attempts := retryUntilClaimed(t, ctx, reps, id, 2)
 			if cl.Replayed() || !cl.TakenOver || cl.Token <= cm.Token {
 				t.Fatalf("claim after the kill %+v, the dead owner's token %d: want it taken over with a larger token", cl, cm.Token)
 			}

@@ -191,6 +191,30 @@ func retryAfter(err error) time.Duration {
 	return time.Millisecond
 }
 
+// retryUntilClaimed is a client retrying a request for payment id, each
+// attempt on the next of reps, after the hint the last refusal gave,
+// until one claims the record; the test fails if that takes more than
+// limit attempts or an attempt fails otherwise. It returns the claim, the
+// replica that got it and the attempts made.
+func retryUntilClaimed(t *testing.T, ctx context.Context, reps []*replica, id int64, limit int) (core.Claim, *replica, int) {
+	t.Helper()
+	for attempts := 1; ; attempts++ {
+		r := reps[(attempts-1)%len(reps)]
+		cl, err := r.claim(ctx, id, payFingerprint(id))
+		switch {
+		case err == nil && cl.Lease != nil:
+			return cl, r, attempts
+		case err == nil:
+			t.Fatalf("attempt %d: replayed %q, want the claim", attempts, cl.Payload)
+		case !errors.Is(err, core.ErrNotAcquired):
+			t.Fatalf("attempt %d: %v", attempts, err)
+		case attempts >= limit:
+			t.Fatalf("attempt %d still refused (%v): want the claim within %d attempts, each after the hint the last refusal gave", attempts, err, limit)
+		}
+		sleep(ctx, retryAfter(err))
+	}
+}
+
 // sleep waits d or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {
 	select {
