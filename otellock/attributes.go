@@ -18,7 +18,9 @@ const (
 	// AttrKey is the lock key, recorded per WithKeyAttribute (spans only).
 	AttrKey = attribute.Key("lockkit.lock.key")
 	// AttrOutcome is how an acquire ended (acquired, contended, timeout,
-	// canceled, error) or how a renewal went (ok, lost, error).
+	// canceled, error; for a claim of an idempotency record also replayed,
+	// its answer found, and mismatch, the key used for another request) or
+	// how a renewal went (ok, lost, error).
 	AttrOutcome = attribute.Key("lockkit.lock.outcome")
 	// AttrAttempts is the number of Redis attempts an acquire made itself
 	// (core.AcquireResult.Attempts): 0 when it was refused locally, or
@@ -28,13 +30,19 @@ const (
 	// releasing lease of the same Client (core.AcquireResult.Handoff), in
 	// the script that released it; absent otherwise.
 	AttrHandoff = attribute.Key("lockkit.lock.handoff")
+	// AttrTakenOver is true on a lock.acquire of kind claim that took the
+	// record over from a claim whose owner crashed or stalled past its TTL
+	// without an answer (core.AcquireResult.TakenOver): the work may have
+	// begun before; absent otherwise. MetricTakeovers counts them.
+	AttrTakenOver = attribute.Key("lockkit.lock.taken_over")
 	// AttrOwner is the acquiring Client's owner id (core.WithOwner), on
 	// lock.acquire and lock.hold: it tells replicas apart.
 	AttrOwner = attribute.Key("lockkit.lock.owner")
 	// AttrFencingToken is the fencing token of the acquired lease.
 	AttrFencingToken = attribute.Key("lockkit.lock.fencing_token")
 	// AttrKind is what the lease is (core.AcquireInfo.Kind): mutex,
-	// semaphore, read or write (the sides of a read/write lock), on
+	// semaphore, read or write (the sides of a read/write lock), or claim
+	// (an idempotency record, core.Client.Claim), on
 	// lock.acquire, lock.hold and every metric.
 	AttrKind = attribute.Key("lockkit.lock.kind")
 	// AttrLimit is a semaphore's number of permits, on its lock.acquire.

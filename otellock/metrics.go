@@ -21,6 +21,7 @@ const (
 	MetricHeld            = "lockkit.lock.held"             // up-down counter: leases held now
 	MetricPending         = "lockkit.lock.pending"          // up-down counter: acquire calls in progress
 	MetricUnlocked        = "lockkit.lock.unlocked"         // counter: handlers run without the lock (fail-open)
+	MetricTakeovers       = "lockkit.lock.takeovers"        // counter: claims that took over an expired claim (AttrTakenOver)
 )
 
 // Advisory bucket boundaries in seconds, applied by default (an SDK view
@@ -52,6 +53,7 @@ type instruments struct {
 	renewals     metric.Int64Counter
 	losses       metric.Int64Counter
 	unlocked     metric.Int64Counter
+	takeovers    metric.Int64Counter
 	held         metric.Int64UpDownCounter
 	pending      metric.Int64UpDownCounter
 
@@ -103,6 +105,7 @@ func newInstruments(m metric.Meter) *instruments {
 	i.renewals = counter(MetricRenewals, "{renewal}", "Lease renewal rounds, by outcome.")
 	i.losses = counter(MetricLosses, "{lease}", "Leases that ended without being released (lost, or client closed).")
 	i.unlocked = counter(MetricUnlocked, "{request}", "Handlers run without the lock because Redis was unavailable (fail-open).")
+	i.takeovers = counter(MetricTakeovers, "{claim}", "Claims of idempotency records that took over a claim whose owner crashed or stalled past its TTL without an answer.")
 	i.held = upDown(MetricHeld, "{lease}", "Leases held now.")
 	i.pending = upDown(MetricPending, "{acquire}", "Acquire calls in progress (waiting or attempting).")
 	return &i

@@ -242,13 +242,16 @@ func (o *observer) link(st *acquireCtx, h core.Holder) {
 func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.AcquireResult) context.Context {
 	outcome := r.Outcome.String()
 	var et string
-	if r.Outcome != core.OutcomeAcquired {
+	if r.Outcome != core.OutcomeAcquired && r.Outcome != core.OutcomeReplayed {
 		et = outcome // the outcome is the error's class: one taxonomy
 	}
 	o.m.pending.Add(ctx, -1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", "").add...)
 	mo := o.m.attrs.get(a.Name, kindOf(a.Kind), outcome, et)
 	o.m.acquisitions.Add(ctx, 1, mo.add...)
 	o.m.acquireDur.Record(ctx, r.Waited.Seconds(), mo.rec...)
+	if r.TakenOver {
+		o.m.takeovers.Add(ctx, 1, o.m.attrs.get(a.Name, kindOf(a.Kind), "", "").add...)
+	}
 
 	// base is what the lease's context builds on: ctx itself, so that what
 	// other Observers beside this one (core.Observers) put in the acquire's
@@ -264,7 +267,10 @@ func (o *observer) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.Ac
 			switch {
 			case r.Outcome == core.OutcomeAcquired && r.Handoff:
 				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrFencingToken.Int64(r.Token), AttrHandoff.Bool(true))
-			case r.Outcome == core.OutcomeAcquired:
+			case r.Outcome == core.OutcomeAcquired && r.TakenOver:
+				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrFencingToken.Int64(r.Token), AttrTakenOver.Bool(true))
+			case r.Outcome == core.OutcomeAcquired, r.Outcome == core.OutcomeReplayed:
+				// A replay's token is the one of the claim that stored the answer.
 				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrFencingToken.Int64(r.Token))
 			default:
 				st.span.SetAttributes(AttrOutcome.String(outcome), AttrAttempts.Int(r.Attempts), AttrErrorType.String(et))
@@ -305,13 +311,16 @@ func kindOf(kind string) string {
 // acquireFailed: an acquire that ended so is the lock's failure to do its
 // job (status Error): Redis unavailable, a misconfigured server, a key the
 // request could not give, a Client closed under it. The others — held by
-// another owner (contended, timeout), the caller's context ended
-// (canceled, deadline_exceeded) — are the service's own policy or its
-// caller's decision: error.type says which, the status stays Unset and the
-// request's span carries the request's status.
+// another owner (contended, timeout; a claim in progress elsewhere), the
+// caller's context ended (canceled, deadline_exceeded), an idempotency
+// key used for another request (mismatch, the client's mistake) — are the
+// service's own policy or its caller's decision: error.type says which,
+// the status stays Unset and the request's span carries the request's
+// status. A replayed answer is no error at all.
 func acquireFailed(o core.Outcome) bool {
 	switch o {
-	case core.OutcomeAcquired, core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLimited, core.OutcomeCanceled, core.OutcomeDeadline:
+	case core.OutcomeAcquired, core.OutcomeContended, core.OutcomeTimeout, core.OutcomeLimited, core.OutcomeCanceled, core.OutcomeDeadline,
+		core.OutcomeReplayed, core.OutcomeMismatch:
 		return false
 	}
 	return true

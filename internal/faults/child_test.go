@@ -24,6 +24,8 @@ func childMain() int {
 		err = resumeLookChild()
 	case "rmw-holder":
 		err = rmwHolderChild()
+	case "claim-holder":
+		err = claimHolderChild()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}

@@ -15,6 +15,10 @@
 //     real fenced store (package fence) and checks with porcupine that they
 //     are linearizable: a refused write is a no-op, a lost update is not
 //     linearizable.
+//   - Ledger counts, per id of work that must be done once (a payment
+//     retried under an idempotency key), its handler's runs and what each
+//     of them did: applied it, found it applied, or was refused by the
+//     fence; NotOnce lists every id applied twice or never.
 //   - Liveness checks that every waiter acquired within a bound after the
 //     faults healed; LeftLocks lists lock hashes still owned in Redis (an `o`
 //     field) and keys kept without a TTL.
