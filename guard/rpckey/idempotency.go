@@ -163,10 +163,10 @@ func (c callReader[R]) Header(r R, name string) string {
 	return ""
 }
 func (c callReader[R]) HeaderValues(r R, name string) []string { return c.values(r, name) }
-func (callReader[R]) Cookies(R) []string                        { return nil }
-func (callReader[R]) RawQuery(R) string                         { return "" }
-func (callReader[R]) Param(R, string) (string, bool)            { return "", false }
-func (callReader[R]) Route(R) (string, []string)                { return "", nil }
+func (callReader[R]) Cookies(R) []string                       { return nil }
+func (callReader[R]) RawQuery(R) string                        { return "" }
+func (callReader[R]) Param(R, string) (string, bool)           { return "", false }
+func (callReader[R]) Route(R) (string, []string)               { return "", nil }
 
 // Answer is a unary call's answer as its record keeps it: the response
 // message and the header metadata the handler set (those the allow-list
