@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // Code is the connect code of outcome o: guard.RPCCode, the one mapping of
@@ -69,6 +70,21 @@ func Answer(ctx context.Context, r *Rejection) error {
 	e := connect.NewError(Code(r.Outcome), errors.New(r.Message()))
 	if guard.Retryable(r.Outcome) {
 		if d, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(r.RetryAfter)}); err == nil {
+			e.AddDetail(d)
+		}
+	}
+	return e
+}
+
+// wire is how connect carries an answer: a *connect.Error.
+var wire = rpckey.Wire{Answer: Answer, Code: errorCode, Details: errorDetails, Error: newError}
+
+// newError is an error of code and msg, with a RetryInfo detail of
+// retryAfter when it is not negative (rpckey.Wire.Error).
+func newError(code guard.Code, msg string, retryAfter time.Duration) error {
+	e := connect.NewError(connect.Code(code), errors.New(msg))
+	if retryAfter >= 0 {
+		if d, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); err == nil {
 			e.AddDetail(d)
 		}
 	}

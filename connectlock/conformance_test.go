@@ -13,3 +13,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // The behaviour every RPC adapter shares, on connect-go.
 func TestConformance(t *testing.T) { conformance.RunRPC(t, builders.Connect) }
+
+// Idempotency's rule on connect-go.
+func TestIdempotencyConformance(t *testing.T) { conformance.RunRPCIdempotency(t, builders.Connect) }

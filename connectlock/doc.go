@@ -25,6 +25,13 @@ ReadSide, WriteSide, RetryAfter, OnReleaseError and the On* answers
 its leading slash ("orders.v1.Orders/PayOrder", as otelconnect names the
 server span) is the lock's telemetry name, never part of the key.
 
+A retried call runs once with IdempotentInterceptor (or Idempotent on
+UnaryInterceptor): a call carrying an Idempotency-Key header (or a field such
+as AIP-155's request_id) gets the first run's stored response, of the
+procedure's message type, marked "Idempotent-Replayed: true"; another message
+under the key is CodeFailedPrecondition, a run in progress CodeAborted with a
+retry hint. StreamInterceptor with Idempotent panics at construction.
+
 # Outcomes
 
 Each outcome is answered with the code guard.RPCCode gives (Code), and the

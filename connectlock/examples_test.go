@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockkit/lockkit/connectlock"
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard/rpckey"
 	"github.com/lockkit/lockkit/locktest"
 )
 
@@ -72,4 +73,42 @@ func Example() {
 	// paying under order:42
 	// aborted retry after 1s
 	// first client: <nil>
+}
+
+// A payment retried with the same Idempotency-Key runs once: the retry
+// gets the first run's response, marked Idempotent-Replayed.
+func ExampleIdempotentInterceptor() {
+	srv, err := locktest.Start() // an embedded Redis, for the example
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	locks := srv.Client()
+
+	const payOrder = "/orders.v1.Orders/PayOrder"
+	runs := 0
+	pay := func(ctx context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+		runs++
+		claim, _ := rpckey.ClaimFromContext(ctx) // fence the payment's writes with claim.Token()
+		return connect.NewResponse(wrapperspb.String(fmt.Sprintf("paid %s (run %d, fenced %v)", req.Msg.GetValue(), runs, claim.Token() > 0))), nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle(payOrder, connect.NewUnaryHandler(payOrder, pay, connect.WithInterceptors(
+		connectlock.IdempotentInterceptor(locks, connectlock.IdempotencyRequired()))))
+	hs := httptest.NewServer(mux)
+	defer hs.Close()
+
+	client := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](hs.Client(), hs.URL+payOrder)
+	for range 2 { // the client timed out and sends the same payment again
+		req := connect.NewRequest(wrapperspb.String("order 42"))
+		req.Header().Set("Idempotency-Key", "3f6c0e8e-pay-42")
+		res, err := client.CallUnary(context.Background(), req)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s, replayed: %q\n", res.Msg.GetValue(), res.Header().Get("Idempotent-Replayed"))
+	}
+	// Output:
+	// paid order 42 (run 1, fenced true), replayed: ""
+	// paid order 42 (run 1, fenced true), replayed: "true"
 }

@@ -22,6 +22,9 @@ import (
 // core.ErrLost, core.ErrMaxHold). The lock is released, on a context
 // detached from the call, when the handler returns or panics.
 //
+// With Idempotent, a call carrying an idempotency key runs once
+// (IdempotentInterceptor) and takes the lock only when it runs.
+//
 // It panics on a nil client or a bad option value.
 func UnaryInterceptor(client *core.Client, opts ...Option) connect.Interceptor {
 	return unary{newConfig(client, opts, false)}
@@ -33,7 +36,8 @@ func UnaryInterceptor(client *core.Client, opts ...Option) connect.Interceptor {
 // Receive (FromFirstMessage) until the handler returns. It lets unary calls
 // and clients through untouched.
 //
-// It panics on a nil client, a bad option value, or no key source: a stream
+// It panics on a nil client, a bad option value, Idempotent (a stream's
+// answer is no message a record can replay), or no key source: a stream
 // has no message before its handler runs, so there is no default.
 func StreamInterceptor(client *core.Client, opts ...Option) connect.Interceptor {
 	return stream{newConfig(client, opts, true)}
@@ -43,6 +47,20 @@ type unary struct{ c *config }
 
 func (i unary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	c := i.c
+	lock := c.lockUnary(next)
+	if c.idempotency == nil {
+		return lock
+	}
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		return c.idempotency.intercept(ctx, req, lock)
+	}
+}
+
+// lockUnary runs a unary call of next holding its lock.
+func (c *config) lockUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		if req.Spec().IsClient {
 			return next(ctx, req)

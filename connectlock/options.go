@@ -14,6 +14,10 @@ type config struct {
 	rpc    rpckey.Config[*Call]
 	policy *rpckey.Policy[*Call]
 	logger *slog.Logger
+	// idem are Idempotent's options; idempotent: Idempotent was given.
+	idem        []IdempotencyOption
+	idempotent  bool
+	idempotency *idempotency
 }
 
 // The kind of lock.
@@ -111,7 +115,7 @@ func AcquireOptions(opts ...core.AcquireOption) Option {
 // of every lockkit RPC adapter).
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	c := &config{rpc: rpckey.Config[*Call]{Guard: guard.Config[*Call]{Client: client}, Stream: stream, Msg: callMsg, Procedure: callProcedure,
-		Respond: guard.RPCResponders{}, Wire: rpckey.Wire{Answer: Answer, Code: errorCode, Details: errorDetails}}, logger: slog.Default()}
+		Respond: guard.RPCResponders{}, Wire: wire}, logger: slog.Default()}
 	for _, o := range opts {
 		o(c)
 	}
@@ -129,5 +133,9 @@ func newConfig(client *core.Client, opts []Option, stream bool) *config {
 		panic("connectlock: " + kind + ": " + err.Error())
 	}
 	c.policy = p
+	if c.idempotent {
+		kind := map[bool]string{false: "UnaryInterceptor", true: "StreamInterceptor"}[stream]
+		c.idempotency = newIdempotency(client, c.idem, stream, kind, c.logger)
+	}
 	return c
 }

@@ -9,3 +9,6 @@ import (
 
 // The behaviour every RPC adapter shares, on grpc-go.
 func TestConformance(t *testing.T) { conformance.RunRPC(t, builders.GRPC) }
+
+// Idempotency's rule on grpc-go.
+func TestIdempotencyConformance(t *testing.T) { conformance.RunRPCIdempotency(t, builders.GRPC) }

@@ -27,6 +27,13 @@ for the fencing token) and is cancelled, with cause core.ErrLost, if the
 lease is lost; the lock is released on a detached context when the handler
 returns or panics.
 
+A retried call runs once with IdempotentUnaryServerInterceptor (or Idempotent
+on UnaryServerInterceptor): a call carrying an idempotency key ("idempotency-key"
+metadata, or a field such as AIP-155's request_id) gets the first run's stored
+response, marked "idempotent-replayed: true"; another message under the key is
+FailedPrecondition, a run in progress Aborted with a retry hint. A stream
+configured for it panics at construction.
+
 Put the lock after authentication and tracing and before recovery in the
 interceptor chain, and use go-grpc-middleware's selector to lock only some
 methods (Example_selector). The repository's README has the contract table,

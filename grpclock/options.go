@@ -18,6 +18,10 @@ type Option func(*config)
 type config struct {
 	rpc    rpckey.Config[*Call]
 	policy *rpckey.Policy[*Call]
+	// idem are Idempotent's options; idempotent: Idempotent was given.
+	idem        []IdempotencyOption
+	idempotent  bool
+	idempotency *idempotency
 }
 
 // Key makes the lock key from parts, their values joined like every lockkit
@@ -184,20 +188,23 @@ func on(f Responder, r guard.Refusal) Option { return func(c *config) { c.rpc.Re
 // misconfigured middleware does not start.)
 func newConfig(client *core.Client, opts []Option, stream bool) *config {
 	c := &config{rpc: rpckey.Config[*Call]{Guard: guard.Config[*Call]{Client: client}, Stream: stream, Msg: callMsg, Procedure: callMethod,
-		Respond: guard.RPCResponders{}, Wire: rpckey.Wire{Answer: Answer, Code: statusCode, Details: statusDetails}, OnRelease: logReleaseError}}
+		Respond: guard.RPCResponders{}, Wire: wire, OnRelease: logReleaseError}}
 	for _, o := range opts {
 		o(c)
 	}
 	c.rpc.Guard.Misconfigured = func(_ *Call, method string, err error) {
 		grpclog.Errorf("grpclock: %s: the lock is misconfigured: every call is answered Internal: %v", method, err)
 	}
+	kind := "UnaryServerInterceptor"
+	if stream {
+		kind = "StreamServerInterceptor"
+	}
 	var err error
 	if c.policy, err = rpckey.New(c.rpc); err != nil {
-		kind := "UnaryServerInterceptor"
-		if stream {
-			kind = "StreamServerInterceptor"
-		}
 		panic("grpclock: " + kind + ": " + err.Error())
+	}
+	if c.idempotent {
+		c.idempotency = newIdempotency(client, c.idem, stream, kind)
 	}
 	return c
 }

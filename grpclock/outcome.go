@@ -2,6 +2,7 @@ package grpclock
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -58,6 +59,21 @@ func Answer(ctx context.Context, r *Rejection) error {
 // PushbackTrailer is the trailer gRPC clients read as the server's retry
 // pushback, in milliseconds (gRFC A6).
 const PushbackTrailer = guard.PushbackTrailer
+
+// wire is how gRPC carries an answer: a status.
+var wire = rpckey.Wire{Answer: Answer, Code: statusCode, Details: statusDetails, Error: statusError}
+
+// statusError is a status of code and msg, with a RetryInfo detail of
+// retryAfter when it is not negative (rpckey.Wire.Error).
+func statusError(code guard.Code, msg string, retryAfter time.Duration) error {
+	st := status.New(codes.Code(code), msg)
+	if retryAfter >= 0 {
+		if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); err == nil {
+			st = d
+		}
+	}
+	return st.Err()
+}
 
 // statusCode and statusDetails are how gRPC carries an answer
 // (rpckey.Wire): a status.

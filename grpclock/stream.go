@@ -21,7 +21,8 @@ import (
 // whatever the handler returns. The handler's context is cancelled with
 // cause core.ErrLost if the lease is lost.
 //
-// It panics on a nil client, a bad option value, or no key source: a stream
+// It panics on a nil client, a bad option value, Idempotent (a stream's
+// answer is no message a record can replay), or no key source: a stream
 // has no message before its handler runs, so there is no default.
 func StreamServerInterceptor(client *core.Client, opts ...Option) grpc.StreamServerInterceptor {
 	c := newConfig(client, opts, true)

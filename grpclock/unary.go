@@ -19,10 +19,13 @@ import (
 // core.ErrLost). The lock is released, on a context detached from the call,
 // when the handler returns or panics.
 //
+// With Idempotent, a call carrying an idempotency key runs once
+// (IdempotentUnaryServerInterceptor) and takes the lock only when it runs.
+//
 // It panics on a nil client or a bad option value.
 func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServerInterceptor {
 	c := newConfig(client, opts, false)
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	lock := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		h := c.policy.Acquire(ctx, &Call{Ctx: ctx, FullMethod: info.FullMethod, Msg: req}, info.FullMethod)
 		if !h.OK() {
 			return nil, c.policy.Refuse(ctx, info.FullMethod, h, unaryPushback(ctx))
@@ -33,5 +36,13 @@ func UnaryServerInterceptor(client *core.Client, opts ...Option) grpc.UnaryServe
 			return nil, c.policy.Ended(ctx, info.FullMethod, h, err, unaryPushback(ctx))
 		}
 		return resp, err
+	}
+	if c.idempotency == nil {
+		return lock
+	}
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		return c.idempotency.intercept(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+			return lock(ctx, req, info, handler)
+		})
 	}
 }

@@ -143,6 +143,19 @@ func CheckValue(v string) error {
 	return nil
 }
 
+// Value is p's value read from r, as its source hands it over and
+// decodes it (a -bin metadata entry's bytes, a message field's text), not
+// yet checked nor escaped: "" with a nil error when r does not carry it.
+// Join checks and escapes it into a key; an RPC idempotency key reads
+// its client's key through it (package rpckey) and checks it by the
+// idempotency key's rule instead.
+func (p Part[R]) Value(r R) (string, error) {
+	if p.get == nil {
+		return "", errZeroPart
+	}
+	return p.get(r)
+}
+
 // Alone marks k as a request's whole key, which no other key may join
 // (KeyFromRoute); New refuses it beside another.
 func Alone[R any](k Key[R]) Key[R] {

@@ -14,16 +14,18 @@ import (
 // neither.
 type Code uint32
 
-// The codes an outcome maps to.
+// The codes an outcome maps to, and FailedPrecondition, the answer to an
+// idempotency key reused for another request (package rpckey).
 const (
-	CodeOK                Code = 0
-	CodeCanceled          Code = 1
-	CodeInvalidArgument   Code = 3
-	CodeDeadlineExceeded  Code = 4
-	CodeResourceExhausted Code = 8
-	CodeAborted           Code = 10
-	CodeInternal          Code = 13
-	CodeUnavailable       Code = 14
+	CodeOK                 Code = 0
+	CodeCanceled           Code = 1
+	CodeInvalidArgument    Code = 3
+	CodeDeadlineExceeded   Code = 4
+	CodeFailedPrecondition Code = 9
+	CodeResourceExhausted  Code = 8
+	CodeAborted            Code = 10
+	CodeInternal           Code = 13
+	CodeUnavailable        Code = 14
 )
 
 // PushbackTrailer is the trailer gRPC clients read as the server's retry

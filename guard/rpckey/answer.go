@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 
@@ -24,6 +25,11 @@ type Wire struct {
 	// Details are the detail messages err carries (a google.rpc.Status's
 	// details), in order: decoded messages, as the framework decodes them.
 	Details func(err error) []any
+	// Error is an answer of code with message msg, with a RetryInfo
+	// detail of retryAfter when it is not negative: the answers
+	// idempotency gives (Idempotency.Serve), whose words are not a
+	// lock's.
+	Error func(code guard.Code, msg string, retryAfter time.Duration) error
 }
 
 // Pushback sends a call's retry pushback, ms milliseconds in decimal, with

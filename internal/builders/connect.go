@@ -15,6 +15,7 @@ import (
 	"github.com/lockkit/lockkit/connectlock"
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 	"github.com/lockkit/lockkit/testing/conformance"
 )
 
@@ -49,11 +50,27 @@ func connectOptions(m conformance.Method) []connectlock.Option {
 			opts = append(opts, o.opt())
 		}
 	}
+	if m.Idempotency != nil {
+		opts = append(opts, connectlock.Idempotent(connectIdempotency(m)...))
+	}
 	if m.NilResponders {
 		opts = append(opts, customThenNil(connectlock.Responder(func(context.Context, *connectlock.Rejection) error {
 			return connect.NewError(connect.CodeDataLoss, errors.New("custom"))
 		}),
 			connectlock.OnContended, connectlock.OnLimited, connectlock.OnUnavailable, connectlock.OnBadKey, connectlock.OnMisconfigured, connectlock.OnClientGone, connectlock.OnLost)...)
+	}
+	return opts
+}
+
+// connectIdempotency are m's connectlock idempotency options.
+func connectIdempotency(m conformance.Method) []connectlock.IdempotencyOption {
+	x := m.Idempotency
+	opts := []connectlock.IdempotencyOption{connectlock.IdempotencyWait(x.Wait)}
+	if x.Required {
+		opts = append(opts, connectlock.IdempotencyRequired())
+	}
+	if x.Scope != "" {
+		opts = append(opts, connectlock.IdempotencyScope(connectlock.Metadata(x.Scope)))
 	}
 	return opts
 }
@@ -70,6 +87,14 @@ func serveConnect(t testing.TB, client *core.Client, methods ...conformance.Meth
 		if m.Stream {
 			mux.Handle(p, connect.NewClientStreamHandler(p, connectStream(m),
 				connect.WithInterceptors(connectlock.StreamInterceptor(client, connectOptions(m)...))))
+			continue
+		}
+		if m.Answer != nil {
+			ic := connectlock.UnaryInterceptor(client, connectOptions(m)...)
+			if m.Idempotency != nil && m.Idempotency.NoLock {
+				ic = connectlock.IdempotentInterceptor(client, connectIdempotency(m)...)
+			}
+			mux.Handle(p, connect.NewUnaryHandler(p, connectAnswer(m), connect.WithInterceptors(ic)))
 			continue
 		}
 		mux.Handle(p, connect.NewUnaryHandler(p, connectUnary(m),
@@ -90,6 +115,20 @@ func connectUnary(m conformance.Method) func(context.Context, *connect.Request[w
 			return nil, err
 		}
 		return connect.NewResponse(&emptypb.Empty{}), nil
+	}
+}
+
+func connectAnswer(m conformance.Method) func(context.Context, *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+	return func(ctx context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
+		claim, _ := rpckey.ClaimFromContext(ctx)
+		v, err := m.Answer(ctx, req.Msg.GetValue(), claim)
+		if err != nil {
+			return nil, err
+		}
+		res := connect.NewResponse(wrapperspb.String(v))
+		res.Header().Set("Location", "/answers/"+v)
+		res.Header().Set("X-Answer", v)
+		return res, nil
 	}
 }
 
@@ -119,8 +158,13 @@ func (c connectCaller) Call(ctx context.Context, name, id string, md ...string) 
 	for i := 0; i+1 < len(md); i += 2 {
 		req.Header().Add(md[i], md[i+1]) // as given: connect sends headers as they are
 	}
-	_, err := c.client(name).CallUnary(ctx, req)
-	return connectReply(err)
+	res, err := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](c.srv.Client(), c.srv.URL+procedure(name)).CallUnary(ctx, req)
+	r := connectReply(err)
+	if err == nil { // an Empty answer reads as ""
+		h := res.Header()
+		r.Value, r.Replayed, r.Location, r.XAnswer = res.Msg.GetValue(), h.Get(rpckey.MetadataIdempotentReplayed) == "true", h.Get("Location"), h.Get("X-Answer")
+	}
+	return r
 }
 
 func connectServerStream(m conformance.Method) func(context.Context, *connect.Request[wrapperspb.StringValue], *connect.ServerStream[wrapperspb.StringValue]) error {

@@ -26,3 +26,9 @@ func TestCrossFramework(t *testing.T) {
 func TestCrossProtocol(t *testing.T) {
 	conformance.RunRPCPair(t, builders.GRPC, builders.Connect)
 }
+
+// A retry that reaches the other protocol gets the same answer.
+func TestCrossProtocolIdempotency(t *testing.T) {
+	conformance.RunRPCIdempotencyPair(t, builders.GRPC, builders.Connect)
+	conformance.RunRPCIdempotencyPair(t, builders.Connect, builders.GRPC)
+}

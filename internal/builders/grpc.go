@@ -60,9 +60,25 @@ func grpcOptions(m conformance.Method) []grpclock.Option {
 	if m.Stream || m.SendHandler != nil {
 		opts = append(opts, grpclock.FromFirstMessage())
 	}
+	if m.Idempotency != nil {
+		opts = append(opts, grpclock.Idempotent(grpcIdempotency(m)...))
+	}
 	if m.NilResponders {
 		opts = append(opts, customThenNil(grpclock.Responder(func(context.Context, *grpclock.Rejection) error { return status.Error(codes.DataLoss, "custom") }),
 			grpclock.OnContended, grpclock.OnLimited, grpclock.OnUnavailable, grpclock.OnBadKey, grpclock.OnMisconfigured, grpclock.OnClientGone, grpclock.OnLost)...)
+	}
+	return opts
+}
+
+// grpcIdempotency are m's grpclock idempotency options.
+func grpcIdempotency(m conformance.Method) []grpclock.IdempotencyOption {
+	x := m.Idempotency
+	opts := []grpclock.IdempotencyOption{grpclock.IdempotencyWait(x.Wait)}
+	if x.Required {
+		opts = append(opts, grpclock.IdempotencyRequired())
+	}
+	if x.Scope != "" {
+		opts = append(opts, grpclock.IdempotencyScope(grpclock.Metadata(x.Scope)))
 	}
 	return opts
 }
@@ -81,7 +97,11 @@ func serveGRPC(t testing.TB, client *core.Client, methods ...conformance.Method)
 			desc.Streams = append(desc.Streams, grpc.StreamDesc{StreamName: m.Name, ClientStreams: true, Handler: grpcStream(m)})
 			continue
 		}
-		unary[procedure(m.Name)] = grpclock.UnaryServerInterceptor(client, grpcOptions(m)...)
+		if m.Idempotency != nil && m.Idempotency.NoLock {
+			unary[procedure(m.Name)] = grpclock.IdempotentUnaryServerInterceptor(client, grpcIdempotency(m)...)
+		} else {
+			unary[procedure(m.Name)] = grpclock.UnaryServerInterceptor(client, grpcOptions(m)...)
+		}
 		desc.Methods = append(desc.Methods, grpc.MethodDesc{MethodName: m.Name, Handler: grpcUnary(m)})
 	}
 	s := grpc.NewServer(
@@ -117,6 +137,15 @@ func grpcUnary(m conformance.Method) func(any, context.Context, func(any) error,
 			return nil, err
 		}
 		h := func(ctx context.Context, req any) (any, error) {
+			if m.Answer != nil {
+				claim, _ := rpckey.ClaimFromContext(ctx)
+				v, err := m.Answer(ctx, req.(*wrapperspb.StringValue).GetValue(), claim)
+				if err != nil {
+					return nil, err
+				}
+				_ = grpc.SetHeader(ctx, metadata.Pairs("location", "/answers/"+v, "x-answer", v))
+				return wrapperspb.String(v), nil
+			}
 			l, ok := core.LeaseFromContext(ctx)
 			if err := m.Handler(ctx, req.(*wrapperspb.StringValue).GetValue(), l, ok); err != nil {
 				return nil, err
@@ -176,9 +205,21 @@ func (c grpcCaller) Call(ctx context.Context, name, id string, md ...string) con
 		}
 		ctx = metadata.AppendToOutgoingContext(ctx, md[i], v)
 	}
-	var trailer metadata.MD
-	err := c.conn.Invoke(ctx, procedure(name), wrapperspb.String(id), new(emptypb.Empty), grpc.Trailer(&trailer))
-	return grpcReply(err, trailer)
+	var header, trailer metadata.MD
+	out := new(wrapperspb.StringValue) // an Empty answer reads as ""
+	err := c.conn.Invoke(ctx, procedure(name), wrapperspb.String(id), out, grpc.Header(&header), grpc.Trailer(&trailer))
+	r := grpcReply(err, trailer)
+	if err == nil {
+		r.Value = out.GetValue()
+		first := func(k string) string {
+			if v := header.Get(k); len(v) > 0 {
+				return v[0]
+			}
+			return ""
+		}
+		r.Replayed, r.Location, r.XAnswer = first(rpckey.MetadataIdempotentReplayed) == "true", first("location"), first("x-answer")
+	}
+	return r
 }
 
 func (c grpcCaller) Stream(ctx context.Context, name string) (conformance.ClientStream, error) {

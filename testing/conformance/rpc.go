@@ -69,6 +69,33 @@ type Method struct {
 	// one request message (the adapter's FromFirstMessage): id is the
 	// message's, send sends the client a message carrying a string.
 	SendHandler func(ctx context.Context, id string, send func(string) error) error
+	// Idempotency, when set, makes the method idempotent: the adapter's
+	// idempotency option on its lock interceptor (its idempotent
+	// interceptor alone with NoLock), the key from the "idempotency-key"
+	// metadata entry. On a stream the adapter must refuse it when Serve
+	// builds it (a panic, as every adapter refuses a misconfiguration).
+	Idempotency *RPCIdempotency
+	// Answer, when set, serves a unary call instead of Handler and
+	// answers a message carrying its string (Reply.Value), with the
+	// header metadata "location: /answers/<string>" (replayed) and
+	// "x-answer: <string>" (not replayed); claim is the idempotency
+	// claim the handler runs under (nil without one).
+	Answer func(ctx context.Context, id string, claim *core.Lease) (string, error)
+}
+
+// RPCIdempotency is how a Method is idempotent (the adapter's idempotency
+// options).
+type RPCIdempotency struct {
+	// Required answers InvalidArgument to a call without a key.
+	Required bool
+	// Wait is the adapter's idempotency wait: a duplicate waits for the
+	// running call's answer.
+	Wait time.Duration
+	// Scope, when set, adds that metadata entry (the tenant) to the
+	// record's scope.
+	Scope string
+	// NoLock serves the method with idempotency alone, no lock.
+	NoLock bool
 }
 
 // Caller calls the methods of one replica.
@@ -108,4 +135,10 @@ type Reply struct {
 	Pushback string
 	// Err is an error that is no status (the transport failed).
 	Err error
+	// Value is the response message's string (an Answer method's).
+	Value string
+	// Replayed is the "idempotent-replayed: true" header metadata;
+	// Location and XAnswer the "location" and "x-answer" entries.
+	Replayed          bool
+	Location, XAnswer string
 }
