@@ -123,11 +123,13 @@ func (x *IdempotencyPolicy[R]) Serve(ctx context.Context, r R, method, route str
 		}
 		return ex.Refuse(IdempotencyAnswer(err, 0), err)
 	}
+	name := route // the telemetry name, as the router writes it
+	route = RouteTemplate(route)
 	rkey, err := x.RecordKey(r, method, route, key)
 	if err != nil {
 		return ex.Refuse(AnswerFor(core.Classify(nil, err), err, 0), err)
 	}
-	req := x.cfg.claim(route)
+	req := x.cfg.claim(name)
 	req.Fingerprint = x.Fingerprint(r, method, route, body)
 	cl, err := x.client.Claim(ctx, rkey, req)
 	switch {
