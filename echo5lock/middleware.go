@@ -126,6 +126,8 @@ func routed(c *echo.Context) bool {
 
 // Lease returns the lease the request holds: false when the middleware did
 // not lock this request (skipped, unmatched route, fail-open).
+// It is the innermost lease (core.LeaseFromContext): on a route with
+// Idempotent and no lock, the idempotency claim (Claim).
 func Lease(c *echo.Context) (*core.Lease, bool) {
 	if c == nil || c.Request() == nil {
 		return nil, false

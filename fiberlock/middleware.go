@@ -82,6 +82,8 @@ func answer(c fiber.Ctx, a guard.Answer) error {
 
 // Lease returns the lease the request holds: false when the middleware did
 // not lock this request (skipped, fail-open) or outside its handlers.
+// It is the innermost lease (core.LeaseFromContext): on a route with
+// Idempotent and no lock, the idempotency claim (Claim).
 func Lease(c fiber.Ctx) (*core.Lease, bool) {
 	if c == nil {
 		return nil, false
