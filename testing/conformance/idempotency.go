@@ -381,3 +381,30 @@ func IdempotentWithLock(t *testing.T, a, b Adapter) {
 	wantRun(t, "its retry once the lock is free", e.post(ctx, 0, "/pay/9", `{}`, "Idempotency-Key", "l2"), http.StatusCreated, 2)
 	testkit.WaitFor(t, 5*time.Second, "order:9 free", func() bool { _, h := e.held("order:9"); return !h })
 }
+
+// IdempotentPanic: a handler that panics after writing its answer (held
+// back) abandons the claim: the framework's recovery answers 500, nothing
+// of the answer or its cookie reaches the client, and the retry runs at
+// once.
+func IdempotentPanic(t *testing.T, a, b Adapter) {
+	var runs atomic.Int32
+	h := func(w http.ResponseWriter, r *http.Request, _ *core.Lease, _ bool) {
+		n := runs.Add(1)
+		w.Header().Set("Set-Cookie", "session=panicked")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, "run %d", n)
+		if n == 1 {
+			panic("the payment provider's client panicked")
+		}
+	}
+	e := newEnv(t, a, b, ttl, Route{Method: http.MethodPost, Path: payPath, Idempotency: &Idempotency{}, Handler: h})
+	ctx := e.ctx(60 * time.Second)
+	r := e.post(ctx, 0, "/pay/10", `{}`, "Idempotency-Key", "p")
+	if r.status != http.StatusInternalServerError || strings.Contains(r.body, "run 1") || r.header.Get("Set-Cookie") != "" {
+		t.Errorf("the panicking run: %d %q %v, want the recovery's 500 and nothing of its answer", r.status, r.body, r.header)
+	}
+	r = e.post(ctx, 1, "/pay/10", `{}`, "Idempotency-Key", "p")
+	if r.status != http.StatusCreated || r.body != "run 2" {
+		t.Errorf("the retry: %d %q, want it run again (run 2)", r.status, r.body)
+	}
+}

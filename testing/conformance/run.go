@@ -46,6 +46,7 @@ func Run(t *testing.T, a Adapter) {
 		{"idempotency: a body over the cap is 413", IdempotentBodyCap},
 		{"idempotency: redis down", IdempotentRedisDown},
 		{"idempotency: in front of the lock", IdempotentWithLock},
+		{"idempotency: a panic abandons the claim", IdempotentPanic},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
