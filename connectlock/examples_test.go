@@ -14,7 +14,6 @@ import (
 
 	"github.com/lockkit/lockkit/connectlock"
 	"github.com/lockkit/lockkit/core"
-	"github.com/lockkit/lockkit/guard/rpckey"
 	"github.com/lockkit/lockkit/locktest"
 )
 
@@ -89,7 +88,7 @@ func ExampleIdempotentInterceptor() {
 	runs := 0
 	pay := func(ctx context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
 		runs++
-		claim, _ := rpckey.ClaimFromContext(ctx) // fence the payment's writes with claim.Token()
+		claim, _ := core.ClaimFromContext(ctx) // fence the payment's writes with claim.Token()
 		return connect.NewResponse(wrapperspb.String(fmt.Sprintf("paid %s (run %d, fenced %v)", req.Msg.GetValue(), runs, claim.Token() > 0))), nil
 	}
 	mux := http.NewServeMux()

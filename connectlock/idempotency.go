@@ -29,7 +29,7 @@ import (
 // The key is read from the Idempotency-Key header, or where
 // IdempotencyKey says (a Field: AIP-155's request_id). The handler runs
 // under the claim, a lease: its context ends (cause core.ErrLost) when the
-// claim does, and rpckey.ClaimFromContext (core.LeaseFromContext without a
+// claim does, and core.ClaimFromContext (core.LeaseFromContext without a
 // lock inside) gives its fencing token. A replay is a response of the
 // procedure's message type (found by the name the record keeps), so no
 // typed hook is needed. Put UnaryInterceptor after it to also lock the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -116,4 +117,43 @@ func ExampleLimit() {
 	// POST /tenant/export 429
 	// GET /docs/7 204
 	// POST /orders/1/transfer/2 204
+}
+
+// A payment route that runs once per Idempotency-Key: the client's retry
+// (it timed out and sent the same POST again) gets the stored answer,
+// marked Idempotent-Replayed, and the handler does not run again.
+// Idempotent goes before the route's lock, so a replay never takes it.
+func ExampleIdempotent() {
+	srv, err := locktest.Start()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	client := srv.Client()
+
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	payments := 0
+	r.POST("/orders/:id/pay",
+		ginlock.Idempotent(client, ginlock.IdempotencyRequired()),
+		ginlock.New(client, ginlock.Key(ginlock.Const("order"), ginlock.Param("id"))),
+		func(c *gin.Context) {
+			payments++
+			claim, _ := ginlock.Claim(c) // fence the payment's writes with claim.Token()
+			_ = claim
+			c.JSON(http.StatusCreated, gin.H{"payment": payments})
+		})
+
+	for range 2 { // the first try and its retry
+		req := httptest.NewRequest(http.MethodPost, "/orders/42/pay", strings.NewReader(`{"amount":10}`))
+		req.Header.Set("Idempotency-Key", `"8e03978e-40d5-43e8-bc93-6894a57f9324"`)
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		fmt.Println(w.Code, w.Body.String(), "replayed:", w.Header().Get("Idempotent-Replayed") == "true")
+	}
+	fmt.Println("payments:", payments)
+	// Output:
+	// 201 {"payment":1} replayed: false
+	// 201 {"payment":1} replayed: true
+	// payments: 1
 }

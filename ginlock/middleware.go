@@ -81,6 +81,8 @@ func (m *middleware) stop(c *gin.Context, h *guard.Hold) {
 
 // Lease returns the lease the request holds: false when the middleware did
 // not lock this request (skipped, unmatched route, fail-open).
+// It is the innermost lease (core.LeaseFromContext): on a route with
+// Idempotent and no lock, the idempotency claim (Claim).
 func Lease(c *gin.Context) (*core.Lease, bool) {
 	if c == nil || c.Request == nil {
 		return nil, false

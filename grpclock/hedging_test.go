@@ -87,7 +87,7 @@ func TestHedgedCallRunsOnce(t *testing.T) {
 	var ran atomic.Int64 // the run's fencing token
 	contended := &claimsSeen{seen: make(chan struct{}, 8)}
 	svc := &service{pay: func(ctx context.Context, r *testpb.PayRequest) (*testpb.PayResponse, error) {
-		l, _ := rpckey.ClaimFromContext(ctx)
+		l, _ := core.ClaimFromContext(ctx)
 		runs.Add(1)
 		ran.Store(l.Token())
 		for range 2 { // both other copies found the claim in progress

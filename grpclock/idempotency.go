@@ -34,7 +34,7 @@ import (
 // The key is read from the "idempotency-key" metadata entry, or where
 // IdempotencyKey says (a Field: AIP-155's request_id). The handler runs
 // under the claim, a lease: its context ends (cause core.ErrLost) when the
-// claim does, and rpckey.ClaimFromContext (core.LeaseFromContext without a
+// claim does, and core.ClaimFromContext (core.LeaseFromContext without a
 // lock inside) gives its fencing token. Chain UnaryServerInterceptor after
 // it to also lock the resource (or give Idempotent to that interceptor):
 // a replay then never takes the lock.

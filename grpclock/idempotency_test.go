@@ -2,6 +2,7 @@ package grpclock_test
 
 import (
 	"context"
+	"github.com/lockkit/lockkit/core"
 	"sync/atomic"
 	"testing"
 
@@ -11,7 +12,6 @@ import (
 
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
-	"github.com/lockkit/lockkit/guard/rpckey"
 	"github.com/lockkit/lockkit/internal/redistest"
 )
 
@@ -24,7 +24,7 @@ func TestIdempotentReplay(t *testing.T) {
 	svc := &service{pay: func(ctx context.Context, r *testpb.PayRequest) (*testpb.PayResponse, error) {
 		n := runs.Add(1)
 		_ = grpc.SetHeader(ctx, metadata.Pairs("location", "/pay/"+r.GetOrderId(), "x-secret", "no"))
-		l, _ := rpckey.ClaimFromContext(ctx)
+		l, _ := core.ClaimFromContext(ctx)
 		return &testpb.PayResponse{Token: n*1000 + l.Token()}, nil
 	}}
 	cl := serve(t, svc, grpc.ChainUnaryInterceptor(grpclock.IdempotentUnaryServerInterceptor(newClient(t, srv), grpclock.IdempotencyRequired())))

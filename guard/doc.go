@@ -61,7 +61,11 @@
 // handler's answer, Stores decides whether it is kept, EncodeResponse and
 // DecodeResponse are the record's bytes, Response.Write replays it, and
 // IdempotencyAnswer is the middleware's own answer (400, 409, 413, 422), the
-// same problem+json as a lock's. core keeps the records.
+// same problem+json as a lock's. core keeps the records. IdempotencyPolicy
+// (NewIdempotencyPolicy: the options and a Client) puts the pieces in
+// order, once for every adapter: Serve runs one request through them, the
+// adapter supplying its framework's side of it (IdempotencyExchange: the
+// body, the rest of the chain with its answer captured, the answers).
 //
 // A fail-open run (core.Request.FailOpen) is reported to the Client's
 // Observer by core itself when it runs unlocked, so no adapter can forget

@@ -4,14 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"time"
-)
 
-// ErrFingerprintMismatch is the error (422) of a request whose key's record
-// was made by another request (another body, query, Content-Type, method
-// or route): the key was reused by mistake, and the first request's answer
-// is not this one's. It is decided before ErrIdempotencyInProgress, so a
-// changed payload is told so even while the first request runs.
-var ErrFingerprintMismatch = errors.New("the idempotency key was used for another request")
+	"github.com/lockkit/lockkit/core"
+)
 
 // ErrIdempotencyInProgress is the error (409 with Retry-After) of a request
 // whose key is being run by another request that has not finished: the
@@ -28,18 +23,19 @@ var ErrIdempotencyTakenOver = errors.New("another request took over this idempot
 // err; 0 when err is none of its errors.
 //
 //	ErrIdempotencyKey, ErrIdempotencyKeyMissing      400
+//	ErrBodyUnread                                     400
 //	ErrIdempotencyInProgress, ErrIdempotencyTakenOver 409 + Retry-After
 //	ErrBodyTooLarge                                   413
-//	ErrFingerprintMismatch                            422
+//	core.ErrFingerprint                               422 (decided before 409)
 func IdempotencyStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrIdempotencyKey), errors.Is(err, ErrIdempotencyKeyMissing):
+	case errors.Is(err, ErrIdempotencyKey), errors.Is(err, ErrIdempotencyKeyMissing), errors.Is(err, ErrBodyUnread):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrIdempotencyInProgress), errors.Is(err, ErrIdempotencyTakenOver):
 		return http.StatusConflict
 	case errors.Is(err, ErrBodyTooLarge):
 		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, ErrFingerprintMismatch):
+	case errors.Is(err, core.ErrFingerprint):
 		return http.StatusUnprocessableEntity
 	}
 	return 0

@@ -28,7 +28,7 @@ func TestIdempotencyAnswers(t *testing.T) {
 		{guard.ErrIdempotencyInProgress, 409, "2"},
 		{guard.ErrIdempotencyTakenOver, 409, "2"},
 		{fmt.Errorf("%w (1048576 bytes)", guard.ErrBodyTooLarge), 413, ""},
-		{guard.ErrFingerprintMismatch, 422, ""},
+		{core.ErrFingerprint, 422, ""},
 		{errors.New("something else"), 500, ""},
 	} {
 		w := httptest.NewRecorder()

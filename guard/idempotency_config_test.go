@@ -31,6 +31,7 @@ func TestIdempotencyConfig(t *testing.T) {
 		{"negative MaxBody", []idemOpt{guard.IdempotencyMaxBody[req](-1)}, "MaxBody"},
 		{"huge MaxBody", []idemOpt{guard.IdempotencyMaxBody[req](guard.MaxIdempotencyBody + 1)}, "MaxBody"},
 		{"negative MaxAnswer", []idemOpt{guard.IdempotencyMaxAnswer[req](-1)}, "MaxAnswer"},
+		{"MaxAnswer over what a record stores", []idemOpt{guard.IdempotencyMaxAnswer[req](core.MaxPayload + 1)}, "core.MaxPayload"},
 		{"negative Retention", []idemOpt{guard.IdempotencyRetention[req](-time.Second)}, "Retention"},
 		{"tiny Retention", []idemOpt{guard.IdempotencyRetention[req](time.Millisecond)}, "Retention"},
 		{"negative Wait", []idemOpt{guard.IdempotencyWait[req](-time.Second)}, "Wait"},

@@ -130,3 +130,24 @@ func TestFingerprint(t *testing.T) {
 		t.Errorf("Idempotency.Fingerprint %q, Fingerprint %q", got, want)
 	}
 }
+
+// Every router's spelling of one route is one template, so a retry that
+// reaches another framework finds the record.
+func TestRouteTemplate(t *testing.T) {
+	for in, want := range map[string]string{
+		"/orders/:id/pay":         "/orders/:id/pay",
+		"/orders/{id}/pay":        "/orders/:id/pay",
+		"/orders/{id:[0-9]+}/pay": "/orders/:id/pay",
+		"/files/{rest...}":        "/files/*",
+		"/files/*path":            "/files/*",
+		"/files/*":                "/files/*",
+		"/files/+":                "/files/*",
+		"/orders/{$}":             "/orders/",
+		"/a/{x}-{y}":              "/a/{x}-{y}",
+		"/plain":                  "/plain",
+	} {
+		if got := guard.RouteTemplate(in); got != want {
+			t.Errorf("RouteTemplate(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -86,6 +86,8 @@ func (m *middleware) stop(w http.ResponseWriter, r *http.Request, h *guard.Hold)
 
 // Lease returns the lease the request holds: false when the middleware did
 // not lock this request (skipped, fail-open).
+// It is the innermost lease (core.LeaseFromContext): on a route with
+// Idempotent and no lock, the idempotency claim (Claim).
 func Lease(r *http.Request) (*core.Lease, bool) {
 	if r == nil {
 		return nil, false

@@ -66,7 +66,7 @@ func (x *Idempotency[R]) Serve(ctx context.Context, r R, procedure string, pushb
 		_, err := run(ctx)
 		return nil, err
 	case errors.Is(err, core.ErrFingerprint):
-		return nil, x.c.Wire.Error(guard.CodeFailedPrecondition, "lockkit: "+guard.ErrFingerprintMismatch.Error(), -1)
+		return nil, x.c.Wire.Error(guard.CodeFailedPrecondition, core.ErrFingerprint.Error(), -1)
 	case errors.Is(err, core.ErrNotAcquired):
 		return nil, x.retry(guard.CodeAborted, guard.ErrIdempotencyInProgress, err, pushback)
 	default:
@@ -94,7 +94,7 @@ func (x *Idempotency[R]) runClaimed(ctx context.Context, procedure string, lease
 	}()
 	bctx, cancel := lease.Bind(ctx)
 	defer cancel()
-	a, err := run(context.WithValue(bctx, claimKey{}, lease))
+	a, err := run(bctx)
 	if err != nil {
 		if ended := lease.Err(); ended != nil && ctx.Err() == nil && x.failedFor(err) {
 			return x.retry(guard.CodeAborted, guard.ErrIdempotencyTakenOver, ended, pushback)
@@ -224,19 +224,6 @@ func (x *Idempotency[R]) answer(ctx context.Context, r *guard.Rejection, pushbac
 		pushback(err, strconv.FormatInt(max(ri.GetRetryDelay().AsDuration(), 0).Milliseconds(), 10))
 	}
 	return err
-}
-
-type claimKey struct{}
-
-// ClaimFromContext is the idempotency claim a call's handler runs under
-// (Serve): its Token is the fencing token a handler that must not run
-// twice passes to what it writes (package fence), larger than every
-// earlier claim's of the key, so the writes of a run taken over are
-// refused. core.LeaseFromContext returns the innermost lease, the lock's
-// when a lock interceptor runs inside the idempotency one.
-func ClaimFromContext(ctx context.Context) (*core.Lease, bool) {
-	l, ok := ctx.Value(claimKey{}).(*core.Lease)
-	return l, ok
 }
 
 // onceLog runs each key's function once.

@@ -120,7 +120,7 @@ func connectUnary(m conformance.Method) func(context.Context, *connect.Request[w
 
 func connectAnswer(m conformance.Method) func(context.Context, *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
 	return func(ctx context.Context, req *connect.Request[wrapperspb.StringValue]) (*connect.Response[wrapperspb.StringValue], error) {
-		claim, _ := rpckey.ClaimFromContext(ctx)
+		claim, _ := core.ClaimFromContext(ctx)
 		v, err := m.Answer(ctx, req.Msg.GetValue(), claim)
 		if err != nil {
 			return nil, err

@@ -138,7 +138,7 @@ func grpcUnary(m conformance.Method) func(any, context.Context, func(any) error,
 		}
 		h := func(ctx context.Context, req any) (any, error) {
 			if m.Answer != nil {
-				claim, _ := rpckey.ClaimFromContext(ctx)
+				claim, _ := core.ClaimFromContext(ctx)
 				v, err := m.Answer(ctx, req.(*wrapperspb.StringValue).GetValue(), claim)
 				if err != nil {
 					return nil, err
