@@ -22,7 +22,7 @@ func RunRPCIdempotency(t *testing.T, a RPCAdapter) {
 	for _, sc := range rpcIdempotencyScenarios {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
-	t.Run("a streaming method configured is refused at construction", func(t *testing.T) { RPCIdemStreamRefused(t, a) })
+	t.Run("a streaming method configured is refused at construction", func(t *testing.T) { RPCIdempotentStreamRefused(t, a) })
 }
 
 // RunRPCIdempotencyPair runs the RPC idempotency scenarios with replica A
@@ -38,15 +38,15 @@ var rpcIdempotencyScenarios = []struct {
 	name string
 	run  func(*testing.T, RPCAdapter, RPCAdapter)
 }{
-	{"a retry gets the stored answer, replayed", RPCIdemRetry},
-	{"a retry without a lock gets the stored answer", RPCIdemRetryNoLock},
-	{"concurrent duplicates run once", RPCIdemConcurrent},
-	{"concurrent duplicates that wait get the one answer", RPCIdemConcurrentWait},
-	{"another message under the key is FailedPrecondition before Aborted", RPCIdemMismatch},
-	{"a missing or invalid key is InvalidArgument", RPCIdemBadKey},
-	{"another tenant runs on its own", RPCIdemTenant},
-	{"a failed call is not stored", RPCIdemErrorNotStored},
-	{"redis down is Unavailable", RPCIdemRedisDown},
+	{"a retry gets the stored answer, replayed", RPCIdempotentRetry},
+	{"a retry without a lock gets the stored answer", RPCIdempotentRetryNoLock},
+	{"concurrent duplicates run once", RPCIdempotentConcurrent},
+	{"concurrent duplicates that wait get the one answer", RPCIdempotentConcurrentWait},
+	{"another message under the key is FailedPrecondition before Aborted", RPCIdempotentMismatch},
+	{"a missing or invalid key is InvalidArgument", RPCIdempotentKeyRules},
+	{"another tenant runs on its own", RPCIdempotentScope},
+	{"a failed call is not stored", RPCIdempotentFailures},
+	{"redis down is Unavailable", RPCIdempotentRedisDown},
 }
 
 // idemKey is the idempotency key metadata of a call.
@@ -82,15 +82,15 @@ func idemMethod(runs *atomic.Int32, idem RPCIdempotency) Method {
 	return Method{Name: "Pay", Prefix: "order", Field: "value", NoWait: true, Idempotency: &idem, Answer: runCounter(runs)}
 }
 
-// RPCIdemRetry: a sequential retry, on either replica, gets the first
+// RPCIdempotentRetry: a sequential retry, on either replica, gets the first
 // run's message and allow-listed metadata, marked replayed; the handler
 // ran once.
-func RPCIdemRetry(t *testing.T, a, b RPCAdapter) { rpcIdemRetry(t, a, b, false) }
+func RPCIdempotentRetry(t *testing.T, a, b RPCAdapter) { rpcIdempotentRetry(t, a, b, false) }
 
-// RPCIdemRetryNoLock: RPCIdemRetry with idempotency alone, no lock.
-func RPCIdemRetryNoLock(t *testing.T, a, b RPCAdapter) { rpcIdemRetry(t, a, b, true) }
+// RPCIdempotentRetryNoLock: RPCIdempotentRetry with idempotency alone, no lock.
+func RPCIdempotentRetryNoLock(t *testing.T, a, b RPCAdapter) { rpcIdempotentRetry(t, a, b, true) }
 
-func rpcIdemRetry(t *testing.T, a, b RPCAdapter, noLock bool) {
+func rpcIdempotentRetry(t *testing.T, a, b RPCAdapter, noLock bool) {
 	var runs atomic.Int32
 	e := newRPCEnv(t, a, b, idemMethod(&runs, RPCIdempotency{Required: true, NoLock: noLock}))
 	ctx := testkit.Context(t, 30*time.Second)
@@ -109,10 +109,10 @@ func rpcIdemRetry(t *testing.T, a, b RPCAdapter, noLock bool) {
 	}
 }
 
-// RPCIdemConcurrent: 20 concurrent copies of one call, across replicas,
+// RPCIdempotentConcurrent: 20 concurrent copies of one call, across replicas,
 // while its run is held: one runs, the rest are Aborted with a retry hint;
 // after it, a retry is the replay.
-func RPCIdemConcurrent(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentConcurrent(t *testing.T, a, b RPCAdapter) {
 	var runs atomic.Int32
 	release := make(chan struct{})
 	m := idemMethod(&runs, RPCIdempotency{})
@@ -155,9 +155,9 @@ func RPCIdemConcurrent(t *testing.T, a, b RPCAdapter) {
 	wantAnswer(t, "a retry after", e.reps[1].call.Call(ctx, "Pay", "7", idemKey("dup")...), "run-1-7", true)
 }
 
-// RPCIdemConcurrentWait: with a wait, 12 concurrent copies all get the one
+// RPCIdempotentConcurrentWait: with a wait, 12 concurrent copies all get the one
 // run's answer (what gRPC hedging's copies need).
-func RPCIdemConcurrentWait(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentConcurrentWait(t *testing.T, a, b RPCAdapter) {
 	var runs, started atomic.Int32
 	release := make(chan struct{})
 	m := idemMethod(&runs, RPCIdempotency{Wait: 30 * time.Second})
@@ -203,7 +203,7 @@ func (e *rpcEnv) awaitContended(t *testing.T, n int) {
 	for {
 		got := 0
 		for _, rep := range e.reps {
-			got += rep.obs.rpcIdemContended()
+			got += rep.obs.rpcIdempotentContended()
 		}
 		if got >= n {
 			return
@@ -215,10 +215,10 @@ func (e *rpcEnv) awaitContended(t *testing.T, n int) {
 	}
 }
 
-// RPCIdemMismatch: another message under a key is FailedPrecondition,
+// RPCIdempotentMismatch: another message under a key is FailedPrecondition,
 // decided before in-progress (while the first run is held) and after it;
 // neither runs the handler.
-func RPCIdemMismatch(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentMismatch(t *testing.T, a, b RPCAdapter) {
 	var runs atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
 	m := idemMethod(&runs, RPCIdempotency{})
@@ -243,10 +243,10 @@ func RPCIdemMismatch(t *testing.T, a, b RPCAdapter) {
 	}
 }
 
-// RPCIdemBadKey: a required key missing, or one that is no idempotency key
+// RPCIdempotentKeyRules: a required key missing, or one that is no idempotency key
 // (too long, a space in a bare key, two keys, an unclosed quote), is InvalidArgument and runs
 // nothing; an optional one missing runs the call unrecorded.
-func RPCIdemBadKey(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentKeyRules(t *testing.T, a, b RPCAdapter) {
 	var runs, optional atomic.Int32
 	req := idemMethod(&runs, RPCIdempotency{Required: true})
 	opt := Method{Name: "Opt", Prefix: "opt", Field: "value", NoWait: true, Idempotency: &RPCIdempotency{},
@@ -271,9 +271,9 @@ func RPCIdemBadKey(t *testing.T, a, b RPCAdapter) {
 	wantAnswer(t, "the longest key", e.reps[0].call.Call(ctx, "Pay", "1", idemKey(strings.Repeat("k", guard.MaxIdempotencyKeyLen))...), "run-1-1", false)
 }
 
-// RPCIdemTenant: one key sent by two tenants is two records: each runs
+// RPCIdempotentScope: one key sent by two tenants is two records: each runs
 // and replays its own answer.
-func RPCIdemTenant(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentScope(t *testing.T, a, b RPCAdapter) {
 	var runs atomic.Int32
 	e := newRPCEnv(t, a, b, idemMethod(&runs, RPCIdempotency{Scope: "x-tenant"}))
 	ctx := testkit.Context(t, 30*time.Second)
@@ -287,9 +287,9 @@ func RPCIdemTenant(t *testing.T, a, b RPCAdapter) {
 	wantReply(t, "no tenant", e.reps[0].call.Call(ctx, "Pay", "5", idemKey("same")...), guard.CodeInvalidArgument, false)
 }
 
-// RPCIdemErrorNotStored: a call that fails (any code) is not stored: its
+// RPCIdempotentFailures: a call that fails (any code) is not stored: its
 // retry runs again, and its answer is the one stored.
-func RPCIdemErrorNotStored(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentFailures(t *testing.T, a, b RPCAdapter) {
 	var runs atomic.Int32
 	m := idemMethod(&runs, RPCIdempotency{})
 	count := m.Answer
@@ -309,9 +309,9 @@ func RPCIdemErrorNotStored(t *testing.T, a, b RPCAdapter) {
 	wantAnswer(t, "the next retry replays", e.reps[0].call.Call(ctx, "Pay", "fail", idemKey("retry-me")...), "run-2-fail", true)
 }
 
-// RPCIdemRedisDown: with Redis down a keyed call is Unavailable with a
+// RPCIdempotentRedisDown: with Redis down a keyed call is Unavailable with a
 // retry hint, and runs nothing.
-func RPCIdemRedisDown(t *testing.T, a, b RPCAdapter) {
+func RPCIdempotentRedisDown(t *testing.T, a, b RPCAdapter) {
 	var runs atomic.Int32
 	e := newRPCEnv(t, a, b, idemMethod(&runs, RPCIdempotency{NoLock: true}))
 	ctx := testkit.Context(t, 60*time.Second)
@@ -323,9 +323,9 @@ func RPCIdemRedisDown(t *testing.T, a, b RPCAdapter) {
 	}
 }
 
-// RPCIdemStreamRefused: a streaming method configured for idempotency is
+// RPCIdempotentStreamRefused: a streaming method configured for idempotency is
 // refused when the adapter builds it.
-func RPCIdemStreamRefused(t *testing.T, a RPCAdapter) {
+func RPCIdempotentStreamRefused(t *testing.T, a RPCAdapter) {
 	srv := redistest.Start(t)
 	c, err := core.New(srv.NewClient())
 	if err != nil {
@@ -343,8 +343,8 @@ func RPCIdemStreamRefused(t *testing.T, a RPCAdapter) {
 	a.Serve(t, c, m)
 }
 
-// rpcIdemContended is how many times r heard Contended.
-func (r *recorder) rpcIdemContended() int {
+// rpcIdempotentContended is how many times r heard Contended.
+func (r *recorder) rpcIdempotentContended() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.contended
