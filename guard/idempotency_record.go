@@ -70,22 +70,45 @@ func RouteTemplate(route string) string {
 
 // Fingerprint identifies what a request asks for, so that a key reused for
 // another request is refused (422) rather than answered with the first
-// one's answer: SHA-256 of its method, route template, canonical query
+// one's answer: SHA-256 of its method, route template, the values of the
+// route's path parameters (pathValues, in route order), canonical query
 // (canonicalQuery), Content-Type and body, length-prefixed as RecordKey's
 // values are. Headers other than Content-Type are not in it: a retry may
 // differ in them (a new trace, a new date) and still ask for the same.
-func Fingerprint(method, route, rawQuery, contentType string, body []byte) string {
+func Fingerprint(method, route, rawQuery, contentType string, body []byte, pathValues ...string) string {
 	h := sha256.New()
-	writeFields(h, fingerprintDomain, method, route, canonicalQuery(rawQuery), contentType)
+	writeFields(h, fingerprintDomain, method, route)
+	writeLen(h, len(pathValues))
+	writeFields(h, pathValues...)
+	writeFields(h, canonicalQuery(rawQuery), contentType)
 	writeLen(h, len(body))
 	h.Write(body)
 	return sum(h)
 }
 
-// Fingerprint is the fingerprint of r, a request of method to route with
-// body (ReadBody): Fingerprint with r's query and Content-Type.
+// Fingerprint is the fingerprint of r, a request of method to route (a
+// template, RouteTemplate) with body (ReadBody): Fingerprint with r's
+// query, Content-Type and path values. A value is read as a Param part
+// reads it (ParamValue: one spelling of an id, whichever router escaped
+// it), so "/orders/a/pay" and "/orders/b/pay" under one key are two
+// requests (422), and a retry reaching another framework is the same one.
+// A catch-all's value is not in it: routers hand it over differently (with
+// or without its leading slash); a route ending in one puts what must not
+// be confused in the body, the query or the scope.
 func (x *Idempotency[R]) Fingerprint(r R, method, route string, body []byte) string {
-	return Fingerprint(method, route, x.rd.RawQuery(r), x.rd.Header(r, "Content-Type"), body)
+	var values []string
+	for seg := range strings.SplitSeq(route, "/") {
+		name, ok := strings.CutPrefix(seg, ":")
+		if !ok || name == "" {
+			continue
+		}
+		v, _ := x.rd.Param(r, name)
+		if d, err := ParamValue(v); err == nil {
+			v = d
+		}
+		values = append(values, v)
+	}
+	return Fingerprint(method, route, x.rd.RawQuery(r), x.rd.Header(r, "Content-Type"), body, values...)
 }
 
 // canonicalQuery is raw read as net/http reads it (queryPairs: the rule

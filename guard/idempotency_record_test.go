@@ -131,6 +131,36 @@ func TestFingerprint(t *testing.T) {
 	}
 }
 
+// One key on /orders/a/pay and /orders/b/pay is two requests: the path's
+// values are in the fingerprint, read as a Param part reads them, so every
+// spelling of one id is one request.
+func TestFingerprintPathValues(t *testing.T) {
+	x, _ := guard.NewIdempotency[req](mapReader{})
+	fp := func(id, item string) string {
+		return x.Fingerprint(req{"param:id": id, "param:item": item}, "POST", "/orders/:id/items/:item", []byte("{}"))
+	}
+	base := fp("a", "1")
+	for _, tc := range []struct {
+		name string
+		fp   string
+		same bool
+	}{
+		{"another order", fp("b", "1"), false},
+		{"another item", fp("a", "2"), false},
+		{"values swapped between parameters", fp("1", "a"), false},
+		{"the order escaped", fp("%61", "1"), true},
+		{"the order escaped twice", fp("%2561", "1"), true},
+		{"a value moved into the next", fp("a/", "1"), false},
+	} {
+		if (tc.fp == base) != tc.same {
+			t.Errorf("%s: equal %v, want %v", tc.name, tc.fp == base, tc.same)
+		}
+	}
+	if got, want := base, guard.Fingerprint("POST", "/orders/:id/items/:item", "", "", []byte("{}"), "a", "1"); got != want {
+		t.Errorf("Idempotency.Fingerprint %q, Fingerprint %q", got, want)
+	}
+}
+
 // Every router's spelling of one route is one template, so a retry that
 // reaches another framework finds the record.
 func TestRouteTemplate(t *testing.T) {

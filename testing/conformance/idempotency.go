@@ -209,9 +209,9 @@ func IdempotentConcurrent(t *testing.T, a, b Adapter) {
 	wantReplay(t, "the retry after the run", e.post(ctx, 1, "/pay/2", `{"amount":20}`, "Idempotency-Key", "dup"), ran)
 }
 
-// IdempotentMismatch: the same key with another body is 422, decided
-// before in-progress (while the first runs) and after it completed; the
-// same body while it runs is 409.
+// IdempotentMismatch: the same key with another body, query or path
+// parameter (another order) is 422, decided before in-progress (while the
+// first runs) and after it completed; the same body while it runs is 409.
 func IdempotentMismatch(t *testing.T, a, b Adapter) {
 	p := payment{entered: newSignal(), release: newSignal()}
 	e := newEnv(t, a, b, ttl, Route{Method: http.MethodPost, Path: payPath, Idempotency: &Idempotency{}, Handler: p.handle})
@@ -221,6 +221,7 @@ func IdempotentMismatch(t *testing.T, a, b Adapter) {
 	p.entered.wait(t, 20*time.Second, "the first request's handler")
 	wantRefused(t, "another body while the first runs", e.post(ctx, 1, "/pay/3", `{"amount":31}`, "Idempotency-Key", "m"), http.StatusUnprocessableEntity)
 	wantRefused(t, "another query while the first runs", e.post(ctx, 1, "/pay/3?x=1", `{"amount":30}`, "Idempotency-Key", "m"), http.StatusUnprocessableEntity)
+	wantRefused(t, "another order while the first runs", e.post(ctx, 1, "/pay/33", `{"amount":30}`, "Idempotency-Key", "m"), http.StatusUnprocessableEntity)
 	wantRefused(t, "the same body while the first runs", e.post(ctx, 1, "/pay/3", `{"amount":30}`, "Idempotency-Key", "m"), http.StatusConflict)
 	p.release.fire()
 	first := <-done
