@@ -84,6 +84,20 @@ func LeaseFromContext(ctx context.Context) (*Lease, bool) {
 	return l, l != nil
 }
 
+// ClaimFromContext returns the innermost idempotency claim (Client.Claim)
+// ctx carries: the handler's context under an idempotency middleware,
+// whether a lock taken inside it (LeaseFromContext's answer then) is
+// carried too. Its Token fences the handler's writes against a retry that
+// takes the record over after this claim's owner stalled or crashed.
+func ClaimFromContext(ctx context.Context) (*Lease, bool) {
+	for l := leaseFrom(ctx); l != nil; l = l.parent {
+		if l.names.kind == kindRecord {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
 func leaseFrom(ctx context.Context) *Lease {
 	l, _ := ctx.Value(leaseCtxKey{}).(*Lease)
 	return l

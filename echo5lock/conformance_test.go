@@ -17,3 +17,9 @@ func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.E
 func TestFlood(t *testing.T) {
 	conformance.Flood(t, builders.Echo5, nil)
 }
+
+// The idempotency options are accepted or refused as in every other HTTP
+// adapter (conformance.IdempotencyCases).
+func TestIdempotencyOptionCases(t *testing.T) {
+	conformance.RunIdempotencyOptionCases(t, builders.Echo5, "echo5lock: Idempotent: ")
+}

@@ -44,8 +44,11 @@ func (reader) Route(c *echo.Context) (string, []string) {
 }
 
 func (reader) Header(c *echo.Context, name string) string { return c.Request().Header.Get(name) }
-func (reader) Cookies(c *echo.Context) []string           { return c.Request().Header["Cookie"] }
-func (reader) RawQuery(c *echo.Context) string            { return c.Request().URL.RawQuery }
+func (reader) HeaderValues(c *echo.Context, name string) []string {
+	return c.Request().Header.Values(name)
+}
+func (reader) Cookies(c *echo.Context) []string { return c.Request().Header["Cookie"] }
+func (reader) RawQuery(c *echo.Context) string  { return c.Request().URL.RawQuery }
 
 // handler is the middleware in front of one route's handler, next: echo v5
 // applies a route's middleware once, when the route is added, so serving a
@@ -84,11 +87,19 @@ func (h *handler) Released(c *echo.Context, _ *guard.Hold, err error) { h.m.Rele
 // answer's headers already set on the response.
 func (h *handler) Refuse(c *echo.Context, hold *guard.Hold) error {
 	a, custom, err := h.m.Refuse(c, hold, c.Response().Header())
-	switch {
-	case custom:
+	if custom {
 		return err
-	case a.Problem != nil:
-		return &Error{Problem: *a.Problem, Err: hold.Err}
+	}
+	return answerErr(c, a, hold.Err)
+}
+
+// answerErr is a, the default answer to a request stopped for cause, as
+// the *Error echo's HTTPErrorHandler answers, its headers already set on
+// the response; nil, with 499 recorded, when nobody is left to answer.
+func answerErr(c *echo.Context, a guard.Answer, cause error) error {
+	if a.Problem != nil {
+		a.SetHeaders(c.Response().Header())
+		return &Error{Problem: *a.Problem, Err: cause}
 	}
 	if r, err := echo.UnwrapResponse(c.Response()); err == nil {
 		r.Status = a.Status // nobody to answer: record 499 for the access log

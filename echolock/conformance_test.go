@@ -23,3 +23,9 @@ func TestFlood(t *testing.T) {
 		return map[string]int{"route templates": templates()}
 	})
 }
+
+// The idempotency options are accepted or refused as in every other HTTP
+// adapter (conformance.IdempotencyCases).
+func TestIdempotencyOptionCases(t *testing.T) {
+	conformance.RunIdempotencyOptionCases(t, builders.Echo, "echolock: Idempotent: ")
+}

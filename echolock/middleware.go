@@ -58,8 +58,11 @@ func (reader) Param(c echo.Context, name string) (string, bool) {
 
 func (reader) Route(c echo.Context) (string, []string)   { return c.Path(), c.ParamNames() }
 func (reader) Header(c echo.Context, name string) string { return c.Request().Header.Get(name) }
-func (reader) Cookies(c echo.Context) []string           { return c.Request().Header["Cookie"] }
-func (reader) RawQuery(c echo.Context) string            { return c.Request().URL.RawQuery }
+func (reader) HeaderValues(c echo.Context, name string) []string {
+	return c.Request().Header.Values(name)
+}
+func (reader) Cookies(c echo.Context) []string { return c.Request().Header["Cookie"] }
+func (reader) RawQuery(c echo.Context) string  { return c.Request().URL.RawQuery }
 
 type lockMiddleware struct {
 	g      *guard.Middleware[echo.Context]
@@ -109,16 +112,24 @@ func (m *lockMiddleware) release(c echo.Context, h *guard.Hold) {
 // answers RFC 9457 problem+json; a custom handler gets the document and
 // the cause (Internal).
 func (m *lockMiddleware) refuse(c echo.Context, h *guard.Hold) error {
-	w := c.Response()
-	a, custom, err := m.g.Refuse(c, h, w.Header())
-	switch {
-	case custom:
+	a, custom, err := m.g.Refuse(c, h, c.Response().Header())
+	if custom {
 		return err
-	case a.Problem == nil:
+	}
+	return answerErr(c, a, h.Err)
+}
+
+// answerErr is a, the default answer to a request stopped for cause, as
+// the error echo's HTTPErrorHandler answers, its headers already set on
+// the response; nil, with 499 recorded, when nobody is left to answer.
+func answerErr(c echo.Context, a guard.Answer, cause error) error {
+	w := c.Response()
+	if a.Problem == nil {
 		w.Status = a.Status // nobody to answer: record 499 for the access log
 		return nil
 	}
-	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: h.Err}
+	a.SetHeaders(w.Header())
+	return &echo.HTTPError{Code: a.Status, Message: *a.Problem, Internal: cause}
 }
 
 // Lease returns the lease the request holds: false when the middleware did

@@ -31,3 +31,9 @@ func TestSpellingsUnescaped(t *testing.T) {
 
 // A hostile client's distinct methods, paths and keys leave no trace.
 func TestFlood(t *testing.T) { conformance.Flood(t, builders.Fiber, nil) }
+
+// The idempotency options are accepted or refused as in every other HTTP
+// adapter (conformance.IdempotencyCases).
+func TestIdempotencyOptionCases(t *testing.T) {
+	conformance.RunIdempotencyOptionCases(t, builders.Fiber, "fiberlock: Idempotent: ")
+}

@@ -21,6 +21,19 @@ type reader struct{}
 func (reader) Header(c fiber.Ctx, name string) string { return c.Get(name) }
 func (reader) RawQuery(c fiber.Ctx) string            { return string(c.Request().URI().QueryString()) }
 
+// HeaderValues are every line of header name, as fasthttp keeps them.
+func (reader) HeaderValues(c fiber.Ctx, name string) []string {
+	vs := c.Request().Header.PeekAll(name)
+	if len(vs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(vs))
+	for i, v := range vs {
+		lines[i] = string(v)
+	}
+	return lines
+}
+
 // Cookies are the Cookie header lines as the client sent them: fasthttp
 // parses cookies its own way (quotes and spaces trimmed) and gives back its
 // own serialisation, so they are read from the raw header block instead,

@@ -67,6 +67,11 @@ func (m *middleware) stop(c fiber.Ctx, h *guard.Hold) error {
 	if answered, err := m.cfg.respond.Respond(c, h, a, c); answered {
 		return err
 	}
+	return answer(c, a)
+}
+
+// answer writes a, a default answer, to fiber's response.
+func answer(c fiber.Ctx, a guard.Answer) error {
 	c.Status(a.Status) // recorded; sent with the problem, if any
 	if a.Problem == nil {
 		return nil // the request's context was cancelled: nobody to answer

@@ -17,3 +17,9 @@ func FuzzCanonicalKey(f *testing.F) { conformance.FuzzCanonicalKey(f, builders.G
 func TestFlood(t *testing.T) {
 	conformance.Flood(t, builders.Gin, nil)
 }
+
+// The idempotency options are accepted or refused as in every other HTTP
+// adapter (conformance.IdempotencyCases).
+func TestIdempotencyOptionCases(t *testing.T) {
+	conformance.RunIdempotencyOptionCases(t, builders.Gin, "ginlock: Idempotent: ")
+}

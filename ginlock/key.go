@@ -25,8 +25,11 @@ func (reader) Route(c *gin.Context) (string, []string) {
 }
 
 func (reader) Header(c *gin.Context, name string) string { return c.Request.Header.Get(name) }
-func (reader) Cookies(c *gin.Context) []string           { return c.Request.Header["Cookie"] }
-func (reader) RawQuery(c *gin.Context) string            { return c.Request.URL.RawQuery }
+func (reader) HeaderValues(c *gin.Context, name string) []string {
+	return c.Request.Header.Values(name)
+}
+func (reader) Cookies(c *gin.Context) []string { return c.Request.Header["Cookie"] }
+func (reader) RawQuery(c *gin.Context) string  { return c.Request.URL.RawQuery }
 
 // Const is a literal part: Const("order"). It panics when empty.
 func Const(s string) Part { return Part{guard.Const[*gin.Context](s)} }

@@ -72,6 +72,11 @@ func (h *Hold) OK() bool {
 func (p *Policy[R]) Acquire(ctx context.Context, r R, name, method string) *Hold {
 	h := p.acquire(ctx, r, name, method)
 	p.misconfigured(r, name, h)
+	if !h.OK() {
+		if cr := claimRunOf(ctx); cr != nil {
+			cr.refused.Store(true) // the handler never began: not an answer to store
+		}
+	}
 	return h
 }
 
@@ -230,6 +235,11 @@ func (h *Hold) release() {
 		err = fmt.Errorf("lockkit: lock %q lost while the handler ran: %w", h.Key, core.ErrLost)
 	case overran:
 		err = fmt.Errorf("lockkit: lock %q held for its maximum hold (%v) while the handler ran: %w", h.Key, h.maxHold, core.ErrMaxHold)
+	}
+	if errors.Is(err, core.ErrLost) || errors.Is(err, core.ErrMaxHold) {
+		if cr := claimRunOf(h.reqCtx); cr != nil {
+			cr.ended.Store(true) // the handler's work was not protected to its end: not stored
+		}
 	}
 	h.relErr = err
 }

@@ -75,8 +75,24 @@ type IdempotencyConfig[R any] struct {
 	// for that request's answer to replay it (0: answered 409 with
 	// Retry-After at once).
 	Wait time.Duration
+	// TTL is the claim's lease TTL (0: the Client's): the claim is renewed
+	// while the handler runs, so the TTL is how long a crashed replica's
+	// claim blocks the key's retries before one takes it over.
+	TTL time.Duration
+	// MaxHold bounds how long a claim is held (core.MaxHold): then the
+	// handler's context ends with cause core.ErrMaxHold and its answer is
+	// not stored (the retry runs again). 0: no bound.
+	MaxHold time.Duration
+	// FailOpen runs the handler without idempotency when Redis is
+	// unavailable (the Observer's Unlocked is told); by default such a
+	// request is answered 503 (fail-closed), as a lock's is.
+	FailOpen bool
+	// Skipper skips idempotency for a request when it returns true: the
+	// server's choice, never the request's.
+	Skipper func(r R) bool
 
-	noMethods bool // IdempotencyMethods was given none
+	noMethods bool  // IdempotencyMethods was given none
+	err       error // an option that could not be read (IdempotencyScopeSpec)
 }
 
 // The defaults of an IdempotencyConfig and its bounds.
@@ -158,12 +174,51 @@ func IdempotencyWait[R any](d time.Duration) IdempotencyOption[R] {
 	return func(c *IdempotencyConfig[R]) { c.Wait = d }
 }
 
+// IdempotencyTTL sets the claim's lease TTL (0: the Client's).
+func IdempotencyTTL[R any](d time.Duration) IdempotencyOption[R] {
+	return func(c *IdempotencyConfig[R]) { c.TTL = d }
+}
+
+// IdempotencyMaxHold bounds how long a claim is held; its answer is then
+// not stored.
+func IdempotencyMaxHold[R any](d time.Duration) IdempotencyOption[R] {
+	return func(c *IdempotencyConfig[R]) { c.MaxHold = d }
+}
+
+// IdempotencyFailOpen runs the handler without idempotency when Redis is
+// unavailable, instead of answering 503.
+func IdempotencyFailOpen[R any]() IdempotencyOption[R] {
+	return func(c *IdempotencyConfig[R]) { c.FailOpen = true }
+}
+
+// IdempotencySkipper skips idempotency for the requests f returns true for.
+func IdempotencySkipper[R any](f func(r R) bool) IdempotencyOption[R] {
+	return func(c *IdempotencyConfig[R]) { c.Skipper = f }
+}
+
+// IdempotencyScopeSpec adds the parts of a key spec (ParseSpec:
+// "header:X-Tenant,cookie:session"), read by rd, to the record's scope: the
+// scope of an adapter whose keys are written as specs (echo's). A spec that
+// cannot be read is refused by Check.
+func IdempotencyScopeSpec[R any](rd HTTPReader[R], spec string) IdempotencyOption[R] {
+	parts, err := ParseParts(rd, spec)
+	return func(c *IdempotencyConfig[R]) {
+		if err != nil && c.err == nil {
+			c.err = fmt.Errorf("scope: %w", err)
+		}
+		c.Scope = append(c.Scope, parts...)
+	}
+}
+
 // Check is the one validation of a route's idempotency, so every adapter
 // accepts and refuses the same options with the same message; the error
 // matches core.ErrInvalidOption.
 func (c IdempotencyConfig[R]) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: idempotency: %s", core.ErrInvalidOption, fmt.Sprintf(format, args...))
+	}
+	if c.err != nil {
+		return bad("%v", c.err)
 	}
 	if c.Header != "" && !httpguts.ValidHeaderFieldName(c.Header) {
 		return bad("header %q is not a header name", c.Header)
@@ -190,6 +245,9 @@ func (c IdempotencyConfig[R]) Check() error {
 		return bad("Retention must be 0 (the default, %v) or at least %v, got %v", DefaultRetention, MinRetention, c.Retention)
 	case c.Wait < 0:
 		return bad("Wait must be ≥ 0 (0: answer 409 at once), got %v", c.Wait)
+	}
+	if err := c.claim("").Check(); err != nil {
+		return fmt.Errorf("%w (idempotency)", err)
 	}
 	for _, name := range c.ReplayHeaders {
 		if !httpguts.ValidHeaderFieldName(name) {
@@ -237,6 +295,12 @@ func NewIdempotency[R any](rd HTTPReader[R], opts ...IdempotencyOption[R]) (*Ide
 		allowed[textproto.CanonicalMIMEHeaderKey(name)] = true
 	}
 	return &Idempotency[R]{rd: rd, cfg: c, allowed: allowed}, nil
+}
+
+// claim is the core.ClaimRequest of a request to route with fingerprint
+// fp under c.
+func (c IdempotencyConfig[R]) claim(route string) core.ClaimRequest {
+	return core.ClaimRequest{Name: route, TTL: c.TTL, MaxHold: c.MaxHold, FailOpen: c.FailOpen, Wait: c.Wait, Retention: c.Retention}
 }
 
 // Config is x's configuration, its defaults filled in.

@@ -28,12 +28,13 @@ var ErrIdempotencyTakenOver = errors.New("another request took over this idempot
 // err; 0 when err is none of its errors.
 //
 //	ErrIdempotencyKey, ErrIdempotencyKeyMissing      400
+//	ErrBodyUnread                                     400
 //	ErrIdempotencyInProgress, ErrIdempotencyTakenOver 409 + Retry-After
 //	ErrBodyTooLarge                                   413
 //	ErrFingerprintMismatch                            422
 func IdempotencyStatus(err error) int {
 	switch {
-	case errors.Is(err, ErrIdempotencyKey), errors.Is(err, ErrIdempotencyKeyMissing):
+	case errors.Is(err, ErrIdempotencyKey), errors.Is(err, ErrIdempotencyKeyMissing), errors.Is(err, ErrBodyUnread):
 		return http.StatusBadRequest
 	case errors.Is(err, ErrIdempotencyInProgress), errors.Is(err, ErrIdempotencyTakenOver):
 		return http.StatusConflict

@@ -42,6 +42,32 @@ func (x *Idempotency[R]) RecordKey(r R, method, route, key string) (string, erro
 	return "{" + sum(h) + "}", nil
 }
 
+// RouteTemplate is route, a router's template, in the one spelling the
+// record's key and the fingerprint hold, so that a retry that reaches
+// another framework serving the same route finds the same record: each
+// path parameter is ":name" whichever way the router writes it (gin, echo
+// and fiber ":id"; ServeMux and chi "{id}", "{id:[0-9]+}"), a catch-all
+// is "*" ("*path", "{rest...}", fiber's "+"), and ServeMux's "{$}" (the
+// path ends there) is nothing. Everything else is kept as it is.
+func RouteTemplate(route string) string {
+	if !strings.ContainsAny(route, "{*+") {
+		return route
+	}
+	segs := strings.Split(route, "/")
+	for i, s := range segs {
+		switch {
+		case s == "{$}":
+			segs[i] = ""
+		case strings.HasPrefix(s, "*"), s == "+", strings.HasPrefix(s, "{") && strings.HasSuffix(s, "...}"):
+			segs[i] = "*"
+		case len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' && !strings.ContainsAny(s[1:len(s)-1], "{}"):
+			name, _, _ := strings.Cut(s[1:len(s)-1], ":")
+			segs[i] = ":" + name
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
 // Fingerprint identifies what a request asks for, so that a key reused for
 // another request is refused (422) rather than answered with the first
 // one's answer: SHA-256 of its method, route template, canonical query

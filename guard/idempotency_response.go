@@ -293,24 +293,50 @@ func (resp Response) Write(w http.ResponseWriter) error {
 	return err
 }
 
+// Captured is a handler's answer as an idempotency middleware holds it
+// while it decides: stored, the claim completed, then sent (Commit); or
+// dropped (Discard) for the middleware's own answer, when the claim was
+// taken over meanwhile. ResponseCapture is the net/http one; an adapter
+// whose framework buffers the answer itself (fiber's) reads it from there.
+type Captured interface {
+	// Response is what the handler answered; an error matching
+	// ErrAnswerTooLarge when it cannot be stored (its body passed
+	// MaxAnswer, or the framework streams it).
+	Response() (Response, error)
+	// Commit sends the answer held back, if any is still held.
+	Commit() error
+	// Discard drops the answer held back, and the headers the handler set,
+	// so that the middleware answers instead; false when (part of) the
+	// answer was sent already (the handler flushed, or its body passed
+	// MaxAnswer): then nothing else can be answered.
+	Discard() bool
+}
+
 // ResponseCapture is a net/http answer writer that records what the
-// handler answers while passing it on to the client as it is written
-// (the handler streams as before): the final status, the headers as they
-// were when it was sent, and up to limit bytes of the body. It keeps w's
-// Flush and unwraps to w, as Hold.Writer does; the two compose in either
-// order.
+// handler answers and holds it back until the middleware decided
+// (Commit, Discard): the final status, the headers as they were when it
+// was given, and the body. Held back, an answer is only sent once its
+// record is stored, so a client whose claim was taken over meanwhile is
+// answered 409 instead of an answer no retry will see. A handler that
+// flushes, or whose body passes the limit, streams from there on: what
+// was held is sent, the rest passes through as written (an answer past
+// the limit is not stored). It keeps w's Flush and unwraps to w, as
+// Hold.Writer does; the two compose in either order.
 type ResponseCapture struct {
 	http.ResponseWriter
 	limit    int64
 	status   int
-	header   http.Header
+	header   http.Header // the headers given with the final status
+	saved    http.Header // w's headers before the handler ran: Discard's
 	body     bytes.Buffer
-	overflow bool
+	overflow bool // the body passed the limit: not recorded
+	sent     bool // the answer went on to w (Commit, Flush, overflow)
 }
 
-// CaptureResponse records what is written to w, up to limit bytes of body.
+// CaptureResponse records and holds back what is written to w, up to
+// limit bytes of body.
 func CaptureResponse(w http.ResponseWriter, limit int64) *ResponseCapture {
-	return &ResponseCapture{ResponseWriter: w, limit: limit}
+	return &ResponseCapture{ResponseWriter: w, limit: limit, saved: w.Header().Clone()}
 }
 
 // CaptureResponse is CaptureResponse with x's MaxAnswer.
@@ -318,41 +344,92 @@ func (x *Idempotency[R]) CaptureResponse(w http.ResponseWriter) *ResponseCapture
 	return CaptureResponse(w, x.cfg.MaxAnswer)
 }
 
-// WriteHeader records a final status (an informational one, 1xx, is only
-// passed on) and the headers sent with it.
+// WriteHeader records a final status and the headers given with it,
+// holding them back; an informational one (1xx) is passed on at once.
 func (c *ResponseCapture) WriteHeader(status int) {
-	if c.status == 0 && status >= 200 {
+	switch {
+	case status < 200:
+		c.ResponseWriter.WriteHeader(status)
+	case c.status == 0:
 		c.status, c.header = status, c.ResponseWriter.Header().Clone()
 	}
-	c.ResponseWriter.WriteHeader(status)
 }
 
 func (c *ResponseCapture) Write(p []byte) (int, error) {
 	if c.status == 0 {
 		c.WriteHeader(http.StatusOK)
 	}
-	n, err := c.ResponseWriter.Write(p)
-	switch {
-	case c.overflow:
-	case int64(c.body.Len()+n) > c.limit:
+	if !c.sent && int64(c.body.Len()+len(p)) > c.limit {
 		c.overflow = true
+		if err := c.Commit(); err != nil {
+			return 0, err
+		}
 		c.body = bytes.Buffer{}
-	default:
-		c.body.Write(p[:n])
+	}
+	if !c.sent {
+		return c.body.Write(p)
+	}
+	n, err := c.ResponseWriter.Write(p)
+	if !c.overflow {
+		if int64(c.body.Len()+n) > c.limit {
+			c.overflow, c.body = true, bytes.Buffer{}
+		} else {
+			c.body.Write(p[:n])
+		}
 	}
 	return n, err
 }
 
-// Flush flushes w, as Hold.Writer's does.
+// Flush sends what is held and flushes w: a handler that flushes streams.
 func (c *ResponseCapture) Flush() {
 	if c.status == 0 {
 		c.WriteHeader(http.StatusOK)
 	}
+	_ = c.Commit()
 	_ = http.NewResponseController(c.ResponseWriter).Flush()
 }
 
 // Unwrap is w, for http.ResponseController.
 func (c *ResponseCapture) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// Status is the final status the handler gave, 0 when none yet.
+func (c *ResponseCapture) Status() int { return c.status }
+
+// Commit sends what is held back: the status with the headers it was
+// given with, and the body. Nothing when the handler answered nothing (the
+// framework answers its default then), or when it was sent already.
+func (c *ResponseCapture) Commit() error {
+	if c.sent || c.status == 0 {
+		return nil
+	}
+	c.sent = true
+	setHeader(c.ResponseWriter.Header(), c.header)
+	c.ResponseWriter.WriteHeader(c.status)
+	if c.body.Len() == 0 {
+		return nil
+	}
+	_, err := c.ResponseWriter.Write(c.body.Bytes())
+	return err
+}
+
+// Discard drops what is held back and restores w's headers as they were
+// before the handler ran; false when the answer was sent already.
+func (c *ResponseCapture) Discard() bool {
+	if c.sent {
+		return false
+	}
+	setHeader(c.ResponseWriter.Header(), c.saved)
+	c.status, c.header, c.body = 0, nil, bytes.Buffer{}
+	return true
+}
+
+// setHeader makes h hold what from holds, and nothing else.
+func setHeader(h, from http.Header) {
+	clear(h)
+	for k, vs := range from {
+		h[k] = slices.Clone(vs)
+	}
+}
 
 // Response is what the handler answered: its status (200 when it wrote
 // nothing, as net/http answers then), headers and body. It is

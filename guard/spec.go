@@ -61,9 +61,19 @@ func ParseSpec(spec string) ([]PartSpec, error) {
 // ParseKey reads a key spec (ParseSpec) into the key of its parts, read by
 // rd: "const:order,param:id" is Join(Const("order"), Param(rd, "id")).
 func ParseKey[R any](rd HTTPReader[R], spec string) (Key[R], error) {
-	specs, err := ParseSpec(spec)
+	parts, err := ParseParts(rd, spec)
 	if err != nil {
 		return Key[R]{}, err
+	}
+	return Join(parts...), nil
+}
+
+// ParseParts reads a key spec (ParseSpec) into its parts, read by rd: the
+// parts ParseKey joins, and an idempotency scope (IdempotencyScopeSpec).
+func ParseParts[R any](rd HTTPReader[R], spec string) ([]Part[R], error) {
+	specs, err := ParseSpec(spec)
+	if err != nil {
+		return nil, err
 	}
 	parts := make([]Part[R], len(specs))
 	for i, s := range specs {
@@ -80,7 +90,7 @@ func ParseKey[R any](rd HTTPReader[R], spec string) (Key[R], error) {
 			parts[i] = Cookie(rd, s.Name)
 		}
 	}
-	return Join(parts...), nil
+	return parts, nil
 }
 
 // ParseKeys reads the key fields of a configuration made of strings

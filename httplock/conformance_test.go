@@ -51,3 +51,9 @@ func TestChiPathMiddleware(t *testing.T) {
 		t.Run(tc.name+"+gin", func(t *testing.T) { conformance.PathRewrites(t, a, builders.Gin, tc.spellings...) })
 	}
 }
+
+// The idempotency options are accepted or refused as in every other HTTP
+// adapter (conformance.IdempotencyCases).
+func TestIdempotencyOptionCases(t *testing.T) {
+	conformance.RunIdempotencyOptionCases(t, builders.Stdlib, "httplock: Idempotent: ")
+}

@@ -15,11 +15,12 @@ type Part struct{ p guard.Part[*http.Request] }
 // reader reads net/http's request for the key parts of package guard.
 type reader struct{}
 
-func (reader) Header(r *http.Request, name string) string        { return r.Header.Get(name) }
-func (reader) Cookies(r *http.Request) []string                  { return r.Header["Cookie"] }
-func (reader) RawQuery(r *http.Request) string                   { return r.URL.RawQuery }
-func (reader) Param(r *http.Request, name string) (string, bool) { return pathValue(r, name) }
-func (reader) Route(r *http.Request) (string, []string)          { return route(r.Pattern) }
+func (reader) Header(r *http.Request, name string) string         { return r.Header.Get(name) }
+func (reader) HeaderValues(r *http.Request, name string) []string { return r.Header.Values(name) }
+func (reader) Cookies(r *http.Request) []string                   { return r.Header["Cookie"] }
+func (reader) RawQuery(r *http.Request) string                    { return r.URL.RawQuery }
+func (reader) Param(r *http.Request, name string) (string, bool)  { return pathValue(r, name) }
+func (reader) Route(r *http.Request) (string, []string)           { return route(r.Pattern) }
 
 // Const is a literal part: Const("order"). It panics when empty.
 func Const(s string) Part { return Part{guard.Const[*http.Request](s)} }

@@ -21,7 +21,24 @@ var Echo = EchoWith(echolock.Config.ToMiddleware)
 func EchoWith(toMiddleware func(echolock.Config) (echo4.MiddlewareFunc, error)) conformance.Adapter {
 	return conformance.Adapter{Name: "echo", Build: func(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
 		return buildEcho(t, client, toMiddleware, routes)
+	}, Idempotent: func(client *core.Client, x conformance.Idempotency) error {
+		_, err := echoIdempotent(client, x)
+		return err
 	}}
+}
+
+var echoIdem = idemSet[echolock.IdempotencyOption]{
+	header: echolock.IdempotencyHeader, required: echolock.IdempotencyRequired, storeEvery: echolock.IdempotencyStoreEveryAnswer,
+	failOpen: echolock.IdempotencyFailOpen, methods: echolock.IdempotencyMethods, replayHeaders: echolock.IdempotencyReplayHeaders,
+	scope:   func(spec string) (echolock.IdempotencyOption, error) { return echolock.IdempotencyScope(spec), nil },
+	maxBody: echolock.IdempotencyMaxBody, maxAnswer: echolock.IdempotencyMaxAnswer, retention: echolock.IdempotencyRetention,
+	wait: echolock.IdempotencyWait, ttl: echolock.IdempotencyTTL, maxHold: echolock.IdempotencyMaxHold,
+}
+
+func echoIdempotent(client *core.Client, x conformance.Idempotency) (echo4.MiddlewareFunc, error) {
+	return idempotent(echoIdem, x, func(opts ...echolock.IdempotencyOption) echo4.MiddlewareFunc {
+		return echolock.Idempotent(client, opts...)
+	})
 }
 
 func buildEcho(t testing.TB, client *core.Client, toMiddleware func(echolock.Config) (echo4.MiddlewareFunc, error), routes []conformance.Route) http.Handler {
@@ -35,18 +52,30 @@ func buildEcho(t testing.TB, client *core.Client, toMiddleware func(echolock.Con
 		if f := rt.ReleaseError; f != nil {
 			cfg.ReleaseErrorHandler = func(_ echo4.Context, err error) { f(err) }
 		}
-		mw, err := toMiddleware(cfg)
-		if err != nil {
-			t.Fatalf("route %s: %v", rt.Path, err)
-		}
 		h := rt.Handler
 		final := func(c echo4.Context) error {
 			l, ok := echolock.Lease(c)
 			h(c.Response(), c.Request(), l, ok)
 			return nil
 		}
+		var chain []echo4.MiddlewareFunc
+		if rt.Idempotency != nil {
+			once, err := echoIdempotent(client, *rt.Idempotency)
+			if err != nil {
+				t.Fatalf("route %s: %v", rt.Path, err)
+			}
+			chain = append(chain, once)
+		}
+		if !rt.Locked() {
+			e.Add(rt.Method, rt.Path, final, chain...)
+			continue
+		}
+		mw, err := toMiddleware(cfg)
+		if err != nil {
+			t.Fatalf("route %s: %v", rt.Path, err)
+		}
 		if rt.Group == "" {
-			e.Add(rt.Method, rt.Path, final, echoChain(rt, mw)...)
+			e.Add(rt.Method, rt.Path, final, append(chain, echoChain(rt, mw)...)...)
 		} else {
 			e.Group(rt.Group, mw).Add(rt.Method, rt.Path, final)
 		}

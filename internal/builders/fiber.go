@@ -26,6 +26,10 @@ func FiberWith(name string, cfg fiber.Config) conformance.Adapter {
 	return conformance.Adapter{Name: name, Traits: traits,
 		Listen: func(t testing.TB, client *core.Client, routes ...conformance.Route) conformance.Server {
 			return listenFiber(t, cfg, client, routes...)
+		},
+		Idempotent: func(client *core.Client, x conformance.Idempotency) error {
+			_, err := fiberIdempotent(client, x)
+			return err
 		}}
 }
 
@@ -43,6 +47,18 @@ var fiberOptions = optionSet[fiberlock.Option, fiberlock.Part]{
 	},
 }
 
+var fiberIdem = idemSet[fiberlock.IdempotencyOption]{
+	header: fiberlock.IdempotencyHeader, required: fiberlock.IdempotencyRequired, storeEvery: fiberlock.IdempotencyStoreEveryAnswer,
+	failOpen: fiberlock.IdempotencyFailOpen, methods: fiberlock.IdempotencyMethods, replayHeaders: fiberlock.IdempotencyReplayHeaders,
+	scope:   scopeParts(fiberOptions.parts, fiberlock.IdempotencyScope),
+	maxBody: fiberlock.IdempotencyMaxBody, maxAnswer: fiberlock.IdempotencyMaxAnswer, retention: fiberlock.IdempotencyRetention,
+	wait: fiberlock.IdempotencyWait, ttl: fiberlock.IdempotencyTTL, maxHold: fiberlock.IdempotencyMaxHold,
+}
+
+func fiberIdempotent(client *core.Client, x conformance.Idempotency) (fiber.Handler, error) {
+	return idempotent(fiberIdem, x, func(opts ...fiberlock.IdempotencyOption) fiber.Handler { return fiberlock.Idempotent(client, opts...) })
+}
+
 func listenFiber(t testing.TB, cfg fiber.Config, client *core.Client, routes ...conformance.Route) conformance.Server {
 	cfg.ReadBufferSize = 32 << 10 // the suite sends 10 KB headers; fasthttp refuses past 4 KB by default
 	app := fiber.New(cfg)
@@ -51,12 +67,23 @@ func listenFiber(t testing.TB, cfg fiber.Config, client *core.Client, routes ...
 		// fiber runs a group's Use before it knows the route: the lock
 		// goes on each route, under the group's prefix.
 		handlers := []any{fiberDeadline(rt)}
-		lock := fiberlock.New(client, fiberOptions.options(t, rt)...)
+		if rt.Idempotency != nil {
+			once, err := fiberIdempotent(client, *rt.Idempotency)
+			if err != nil {
+				t.Fatalf("route %s: %v", rt.Path, err)
+			}
+			handlers = append(handlers, once)
+		}
+		var lock fiber.Handler
+		if rt.Locked() {
+			lock = fiberlock.New(client, fiberOptions.options(t, rt)...)
+		}
 		cors := fibercors.New(fibercors.Config{AllowOrigins: []string{conformance.CORSOrigin}, AllowMethods: corsMethods})
-		switch rt.CORS {
-		case conformance.CORSBefore:
+		switch {
+		case lock == nil:
+		case rt.CORS == conformance.CORSBefore:
 			handlers = append(handlers, cors, lock)
-		case conformance.CORSAfter:
+		case rt.CORS == conformance.CORSAfter:
 			handlers = append(handlers, lock, cors)
 		default:
 			handlers = append(handlers, lock)

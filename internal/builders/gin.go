@@ -13,7 +13,22 @@ import (
 )
 
 // Gin serves routes with gin (Recovery in front) and ginlock.
-var Gin = conformance.Adapter{Name: "gin", Build: buildGin}
+var Gin = conformance.Adapter{Name: "gin", Build: buildGin, Idempotent: func(client *core.Client, x conformance.Idempotency) error {
+	_, err := ginIdempotent(client, x)
+	return err
+}}
+
+var ginIdem = idemSet[ginlock.IdempotencyOption]{
+	header: ginlock.IdempotencyHeader, required: ginlock.IdempotencyRequired, storeEvery: ginlock.IdempotencyStoreEveryAnswer,
+	failOpen: ginlock.IdempotencyFailOpen, methods: ginlock.IdempotencyMethods, replayHeaders: ginlock.IdempotencyReplayHeaders,
+	scope:   scopeParts(ginOptions.parts, ginlock.IdempotencyScope),
+	maxBody: ginlock.IdempotencyMaxBody, maxAnswer: ginlock.IdempotencyMaxAnswer, retention: ginlock.IdempotencyRetention,
+	wait: ginlock.IdempotencyWait, ttl: ginlock.IdempotencyTTL, maxHold: ginlock.IdempotencyMaxHold,
+}
+
+func ginIdempotent(client *core.Client, x conformance.Idempotency) (gin.HandlerFunc, error) {
+	return idempotent(ginIdem, x, func(opts ...ginlock.IdempotencyOption) gin.HandlerFunc { return ginlock.Idempotent(client, opts...) })
+}
 
 var ginOptions = optionSet[ginlock.Option, ginlock.Part]{
 	key: ginlock.Key, keyFromRoute: ginlock.KeyFromRoute, wait: ginlock.Wait, ttl: ginlock.TTL, maxHold: ginlock.MaxHold,
@@ -34,17 +49,29 @@ func buildGin(t testing.TB, client *core.Client, routes ...conformance.Route) ht
 	e := gin.New()
 	e.Use(gin.RecoveryWithWriter(io.Discard)) // the panic scenario panics on purpose
 	for _, rt := range routes {
-		lock := ginlock.New(client, ginOptions.options(t, rt)...)
 		h := rt.Handler
 		final := func(c *gin.Context) {
 			l, ok := ginlock.Lease(c)
 			h(c.Writer, c.Request, l, ok)
 		}
+		var chain []gin.HandlerFunc
+		if rt.Idempotency != nil {
+			once, err := ginIdempotent(client, *rt.Idempotency)
+			if err != nil {
+				t.Fatalf("route %s: %v", rt.Path, err)
+			}
+			chain = append(chain, once)
+		}
+		if !rt.Locked() {
+			e.Handle(rt.Method, rt.Path, append(chain, final)...)
+			continue
+		}
+		lock := ginlock.New(client, ginOptions.options(t, rt)...)
 		if rt.Group != "" {
 			e.Group(rt.Group, lock).Handle(rt.Method, rt.Path, final)
 			continue
 		}
-		e.Handle(rt.Method, rt.Path, ginChain(rt, lock, final)...)
+		e.Handle(rt.Method, rt.Path, append(chain, ginChain(rt, lock, final)...)...)
 	}
 	return e
 }

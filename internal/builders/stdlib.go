@@ -12,11 +12,30 @@ import (
 )
 
 // Stdlib serves routes with net/http's ServeMux and httplock.
-var Stdlib = conformance.Adapter{Name: "net/http", Build: buildStdlib}
+var Stdlib = conformance.Adapter{Name: "net/http", Build: buildStdlib, Idempotent: httpIdempotentErr}
 
 // Chi serves routes with chi and httplock, the lock wrapping each route's
 // handler (registered with Method, inside Route for a Group).
 var Chi = ChiWith("chi")
+
+var httpIdem = idemSet[httplock.IdempotencyOption]{
+	header: httplock.IdempotencyHeader, required: httplock.IdempotencyRequired, storeEvery: httplock.IdempotencyStoreEveryAnswer,
+	failOpen: httplock.IdempotencyFailOpen, methods: httplock.IdempotencyMethods, replayHeaders: httplock.IdempotencyReplayHeaders,
+	scope:   scopeParts(httpOptions.parts, httplock.IdempotencyScope),
+	maxBody: httplock.IdempotencyMaxBody, maxAnswer: httplock.IdempotencyMaxAnswer, retention: httplock.IdempotencyRetention,
+	wait: httplock.IdempotencyWait, ttl: httplock.IdempotencyTTL, maxHold: httplock.IdempotencyMaxHold,
+}
+
+func httpIdempotent(client *core.Client, x conformance.Idempotency) (func(http.Handler) http.Handler, error) {
+	return idempotent(httpIdem, x, func(opts ...httplock.IdempotencyOption) func(http.Handler) http.Handler {
+		return httplock.Idempotent(client, opts...)
+	})
+}
+
+func httpIdempotentErr(client *core.Client, x conformance.Idempotency) error {
+	_, err := httpIdempotent(client, x)
+	return err
+}
 
 var httpOptions = optionSet[httplock.Option, httplock.Part]{
 	key: httplock.Key, keyFromRoute: httplock.KeyFromRoute, wait: httplock.Wait, ttl: httplock.TTL, maxHold: httplock.MaxHold,
@@ -36,10 +55,22 @@ var httpOptions = optionSet[httplock.Option, httplock.Part]{
 // with rt's CORS middleware, cors, in its place.
 func httplockOf(t testing.TB, client *core.Client, rt conformance.Route, cors func(http.Handler) http.Handler) http.Handler {
 	h := rt.Handler
-	return httpCORS(rt, cors, httplock.New(client, httpOptions.options(t, rt)...), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	final := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l, ok := httplock.Lease(r)
 		h(w, r, l, ok)
-	}))
+	})
+	var route http.Handler = final
+	if rt.Locked() {
+		route = httpCORS(rt, cors, httplock.New(client, httpOptions.options(t, rt)...), final)
+	}
+	if rt.Idempotency != nil {
+		once, err := httpIdempotent(client, *rt.Idempotency)
+		if err != nil {
+			t.Fatalf("route %s: %v", rt.Path, err)
+		}
+		route = once(route)
+	}
+	return route
 }
 
 func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
@@ -57,7 +88,7 @@ func buildStdlib(t testing.TB, client *core.Client, routes ...conformance.Route)
 func ChiWith(name string, mws ...func(http.Handler) http.Handler) conformance.Adapter {
 	return conformance.Adapter{Name: name, Build: func(t testing.TB, client *core.Client, routes ...conformance.Route) http.Handler {
 		return buildChi(t, client, routes, mws...)
-	}}
+	}, Idempotent: httpIdempotentErr}
 }
 
 func buildChi(t testing.TB, client *core.Client, routes []conformance.Route, mws ...func(http.Handler) http.Handler) http.Handler {

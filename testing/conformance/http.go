@@ -29,6 +29,11 @@ type Adapter struct {
 	// Traits are what the framework does otherwise than net/http that a
 	// scenario must know; zero for a framework on net/http.
 	Traits Traits
+	// Idempotent builds the adapter's idempotency middleware from x on
+	// client (nil: none) and returns what construction said: nil, or its
+	// error (or its panic, through Panic). RunIdempotencyOptionCases runs
+	// it; Build and Listen map a Route's Idempotency themselves.
+	Idempotent func(client *core.Client, x Idempotency) error
 }
 
 // Server is a replica an Adapter's Listen started.
@@ -76,8 +81,12 @@ type Route struct {
 	Method, Path string // "/orders/:id/pay": gin and echo share the syntax (BracePath gives ServeMux's and chi's)
 	// Key is the key spec, "const:order,param:id" (guard.ParseSpec reads
 	// it): the adapter's Const, Param, Header, Query and Cookie parts, in
-	// order, as Key(parts...).
+	// order, as Key(parts...). With Idempotency, a Key "" without
+	// KeyFromRoute is a route with no lock: idempotency alone.
 	Key string
+	// Idempotency, when set, puts the adapter's idempotency middleware
+	// (Idempotent) on the route, in front of its lock.
+	Idempotency *Idempotency
 	// KeyFromRoute keys by the route instead of Key (the adapter's
 	// KeyFromRoute).
 	KeyFromRoute bool
@@ -177,3 +186,27 @@ func (rt Route) KeySpecs() []string { return append([]string{rt.Key}, rt.MoreKey
 // the handler sees it (r.Context() is the handler's context); lease and ok
 // are what the adapter's Lease accessor returned.
 type Handler func(w http.ResponseWriter, r *http.Request, lease *core.Lease, ok bool)
+
+// Locked reports whether rt has a lock: a key source (a route with
+// Idempotency may have none).
+func (rt Route) Locked() bool { return rt.Key != "" || rt.KeyFromRoute }
+
+// Idempotency is a route's idempotency middleware, as the adapter's
+// options (guard.IdempotencyConfig documents each): the zero value is the
+// defaults.
+type Idempotency struct {
+	Header   string
+	Required bool
+	// Methods, when not nil, are given (IdempotencyMethods); an empty
+	// non-nil slice gives the option with no method.
+	Methods []string
+	// Scope is a key spec ("header:X-Tenant"), given as the adapter's
+	// IdempotencyScope parts (echo's: the spec).
+	Scope              string
+	MaxBody, MaxAnswer int64
+	Retention, Wait    time.Duration
+	TTL, MaxHold       time.Duration
+	StoreEveryAnswer   bool
+	FailOpen           bool
+	ReplayHeaders      []string
+}

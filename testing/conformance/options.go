@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockkit/lockkit/core"
 )
 
@@ -84,18 +86,81 @@ var ErrNotExpressible = errors.New("the adapter's configuration cannot state thi
 // that starts with prefix (e.g. "ginlock: New: ") and names the rule.
 func RunOptionCases(t *testing.T, prefix string, build func(tc OptionCase) error) {
 	t.Helper()
-	for _, tc := range OptionCases {
-		t.Run(tc.Name, func(t *testing.T) {
+	runCases(t, prefix, OptionCases, func(tc OptionCase) (string, string) { return tc.Name, tc.Err }, build)
+}
+
+// IdempotencyCase is one configuration of the idempotency options every
+// HTTP adapter shares (Idempotency, as the adapter's options), and what
+// guard.IdempotencyConfig.Check says of it.
+type IdempotencyCase struct {
+	Name     string
+	NoClient bool
+	Idempotency
+	// Err is a substring of the construction error; "" when valid.
+	Err string
+}
+
+// IdempotencyCases are the shared cases.
+var IdempotencyCases = []IdempotencyCase{
+	{Name: "defaults"},
+	{Name: "every option", Idempotency: Idempotency{Header: "X-Request-Id-Key", Required: true, Methods: []string{"POST", "PUT"},
+		Scope: "header:X-Tenant,cookie:session", MaxBody: 1 << 10, MaxAnswer: 1 << 10, Retention: time.Hour, Wait: time.Second,
+		TTL: core.MinTTL, MaxHold: time.Minute, StoreEveryAnswer: true, FailOpen: true, ReplayHeaders: []string{"X-Payment-Id"}}},
+	{Name: "no client", NoClient: true, Err: "no *core.Client"},
+	{Name: "bad header", Idempotency: Idempotency{Header: "Idempotency Key"}, Err: "is not a header name"},
+	{Name: "methods given none", Idempotency: Idempotency{Methods: []string{}}, Err: "without a method"},
+	{Name: "bad method", Idempotency: Idempotency{Methods: []string{"PO ST"}}, Err: "is not a method"},
+	{Name: "negative max body", Idempotency: Idempotency{MaxBody: -1}, Err: "MaxBody must be between"},
+	{Name: "max body over the bound", Idempotency: Idempotency{MaxBody: 64<<20 + 1}, Err: "MaxBody must be between"},
+	{Name: "negative max answer", Idempotency: Idempotency{MaxAnswer: -1}, Err: "MaxAnswer must be between"},
+	{Name: "retention below a second", Idempotency: Idempotency{Retention: time.Millisecond}, Err: "Retention must be 0"},
+	{Name: "negative wait", Idempotency: Idempotency{Wait: -time.Second}, Err: "Wait must be ≥ 0"},
+	{Name: "ttl below the minimum", Idempotency: Idempotency{TTL: 5 * time.Millisecond}, Err: "TTL must be at least"},
+	{Name: "negative max hold", Idempotency: Idempotency{MaxHold: -time.Second}, Err: "MaxHold must be ≥ 0"},
+	{Name: "Set-Cookie replayed", Idempotency: Idempotency{ReplayHeaders: []string{"Set-Cookie"}}, Err: "is never replayed"},
+	{Name: "a trace header replayed", Idempotency: Idempotency{ReplayHeaders: []string{"traceparent"}}, Err: "is never replayed"},
+	{Name: "bad scope", Idempotency: Idempotency{Scope: "body:amount"}, Err: "unknown source"},
+}
+
+// RunIdempotencyOptionCases builds a's idempotency middleware once per
+// case (Adapter.Idempotent, on a Client that never connects). A refused
+// case must be refused with a message that starts with prefix (e.g.
+// "ginlock: Idempotent: ") and names the rule, the same in every adapter.
+func RunIdempotencyOptionCases(t *testing.T, a Adapter, prefix string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1}) // never dialled: construction only
+	t.Cleanup(func() { _ = rdb.Close() })
+	client, err := core.New(rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Close() })
+	runCases(t, prefix, IdempotencyCases, func(tc IdempotencyCase) (string, string) { return tc.Name, tc.Err }, func(tc IdempotencyCase) error {
+		c := client
+		if tc.NoClient {
+			c = nil
+		}
+		return a.Idempotent(c, tc.Idempotency)
+	})
+}
+
+// runCases runs cases through build: each accepted, or refused with a
+// message that starts with prefix and holds the case's error.
+func runCases[C any](t *testing.T, prefix string, cases []C, about func(C) (name, want string), build func(C) error) {
+	t.Helper()
+	for _, tc := range cases {
+		name, want := about(tc)
+		t.Run(name, func(t *testing.T) {
 			err := build(tc)
 			switch {
 			case errors.Is(err, ErrNotExpressible):
 				t.Skip(err)
-			case tc.Err == "" && err != nil:
+			case want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
-			case tc.Err != "" && err == nil:
-				t.Fatalf("accepted, want refused saying %q", tc.Err)
-			case tc.Err != "" && (!strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), tc.Err)):
-				t.Fatalf("refused with %q, want %q...%q", err, prefix, tc.Err)
+			case want != "" && err == nil:
+				t.Fatalf("accepted, want refused saying %q", want)
+			case want != "" && (!strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), want)):
+				t.Fatalf("refused with %q, want %q...%q", err, prefix, want)
 			}
 		})
 	}

@@ -37,6 +37,15 @@ func Run(t *testing.T, a Adapter) {
 		{"a nil On* responder is the default answer", NilResponders},
 		{"the route's key", RouteKey},
 		{"MaxWaiters through AcquireOptions bounds every kind", MaxWaitersBound},
+		{"idempotency: a retry gets the stored answer", IdempotentRetry},
+		{"idempotency: concurrent duplicates, one runs", IdempotentConcurrent},
+		{"idempotency: another request under the key is 422, before 409", IdempotentMismatch},
+		{"idempotency: another tenant or route runs on its own", IdempotentScope},
+		{"idempotency: missing, bad and optional keys", IdempotentKeyRules},
+		{"idempotency: a 5xx is not stored unless every answer is", IdempotentFailures},
+		{"idempotency: a body over the cap is 413", IdempotentBodyCap},
+		{"idempotency: redis down", IdempotentRedisDown},
+		{"idempotency: in front of the lock", IdempotentWithLock},
 	} {
 		t.Run(sc.name, func(t *testing.T) { sc.run(t, a, a) })
 	}
@@ -57,4 +66,9 @@ func RunPair(t *testing.T, a, b Adapter) {
 	t.Run("max hold "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHold(t, a, b) })
 	t.Run("max hold blocked "+a.Name+"+"+b.Name, func(t *testing.T) { MaxHoldBlocked(t, a, b) })
 	t.Run("identical answers "+a.Name+"+"+b.Name, func(t *testing.T) { IdenticalAnswers(t, a, b) })
+	t.Run("idempotent retry "+a.Name+"+"+b.Name, func(t *testing.T) { IdempotentRetry(t, a, b) })
+	t.Run("idempotent duplicates "+a.Name+"+"+b.Name, func(t *testing.T) { IdempotentConcurrent(t, a, b) })
+	t.Run("idempotent mismatch "+a.Name+"+"+b.Name, func(t *testing.T) { IdempotentMismatch(t, a, b) })
+	t.Run("idempotent scope "+a.Name+"+"+b.Name, func(t *testing.T) { IdempotentScope(t, a, b) })
+	t.Run("idempotent failures "+a.Name+"+"+b.Name, func(t *testing.T) { IdempotentFailures(t, a, b) })
 }
