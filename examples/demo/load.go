@@ -372,8 +372,9 @@ const tenants = 2
 // same time: the run counts requests, not seconds), and while the tests'
 // keepGoing hook asks for more; at most maxDuration in all. Each kind of
 // request goes round the replicas that serve it (rotation), and a progress
-// line is printed every half second. Requests in flight at the end are
-// finished, not cut.
+// line is printed every half second. Payments carry idempotency keys and
+// a share of them is sent twice (sender.pay). Requests in flight at the
+// end are finished, not cut.
 func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, pays *ledger, out io.Writer) time.Duration {
 	turns := newRotation(targets)
 	start := time.Now()

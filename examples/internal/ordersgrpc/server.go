@@ -86,7 +86,10 @@ func methods(set map[string]bool) selector.Matcher {
 // it, ShipOrder (the duplicate click) does not; ImportLines and
 // ExportLines wait for it and hold it for the whole stream, keyed by the
 // stream's first message (grpclock.FromFirstMessage: the order id is in
-// the messages, not in metadata). Recovery sits inside the lock,
+// the messages, not in metadata). PayOrder runs once per idempotency key
+// (metadata "idempotency-key", grpclock.Idempotent in front of its lock,
+// or alone under NoLock; NoIdempotency leaves it out). Recovery sits
+// inside the lock,
 // reflection is on so grpcurl needs no .proto.
 func NewServer(cfg Config) *grpc.Server {
 	if cfg.Wait <= 0 {

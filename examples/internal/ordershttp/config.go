@@ -15,7 +15,10 @@
 // refuses a token older than the last. A 409 from the lock carries
 // Retry-After; a 409 from the order's rules (refund above the balance,
 // already shipped) does not. An amount that is not a positive int64 of
-// cents, or that would overflow the order's balance, is a 400.
+// cents, or that would overflow the order's balance, is a 400. A payment
+// carrying an Idempotency-Key runs once (Route.Idempotency): a retry, on
+// any front end, gets the first answer with Idempotent-Replayed: true, or
+// 409 + Retry-After while the first still runs.
 package ordershttp
 
 import (

@@ -193,7 +193,7 @@ func Banner(w io.Writer, noLock bool) {
 		}
 		fmt.Fprintf(w, "  %-*s %-*s  %s\n", method, r.Method, path, r.Path, lock)
 	}
-	fmt.Fprintf(w, "  (<id>, <to>: the path's; <%s>: the header's, 400 without it; a busy lock's answer has Retry-After;\n", TenantHeader)
-	fmt.Fprintf(w, "   a retry with the same %s gets the first answer with %s: true, or 409 + Retry-After while the first runs)\n",
+	fmt.Fprintf(w, "  (<id>, <to>: the path's; <%s>: the header's, 400 without it; a busy lock's answer has Retry-After)\n", TenantHeader)
+	fmt.Fprintf(w, "  (a retry with the same %s gets the first answer with %s: true, or 409 + Retry-After while the first runs)\n",
 		IdempotencyHeader, guard.HeaderIdempotentReplayed)
 }
