@@ -17,7 +17,9 @@ import (
 // (its fencing token an hour after that), and the demo removes them when
 // it ends, however it ends (a run killed before its end leaves them to
 // expire). Its locks are core's hashes (lockkit:v1:...), which expire by
-// themselves seconds after their release.
+// themselves seconds after their release; its payments' idempotency
+// records (lockkit:v1:i:...) after the adapters' retention, 24 hours (each
+// run's keys are its own, so a later run never replays them).
 const (
 	dataPrefix = "lockkit-demo:orders:"
 	dataTTL    = time.Hour // a run lasts at most maxDuration

@@ -6,7 +6,9 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,10 +17,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
 	"github.com/lockkit/lockkit/examples/internal/ordershttp"
+	"github.com/lockkit/lockkit/guard"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // outcome is how a request ended, seen by the client.
@@ -67,12 +72,23 @@ type request struct {
 	tenant string // tenant routes
 	cents  int64  // pay, refund, transfer: the amount
 	lines  int    // import: how many lines
+	key    string // pay: the payment's idempotency key (its id), the same on every send
+}
+
+// reply is how a request ended, seen by the client, with what the
+// idempotency of a payment added to it.
+type reply struct {
+	outcome
+	replayed   bool          // the answer is a stored one: Idempotent-Replayed / idempotent-replayed
+	inProgress bool          // busy because the payment runs elsewhere (409 / Aborted from the idempotency, not the lock)
+	after      time.Duration // a busy answer's retry hint
 }
 
 // target sends requests to one replica.
 type target interface {
-	do(ctx context.Context, r request) (outcome, error)
+	do(ctx context.Context, r request) (reply, error)
 	serves(op) bool
+	proto() string // "http", "grpc": a retried payment goes to another replica of its own
 	close()
 }
 
@@ -90,10 +106,12 @@ func newHTTPTarget(addr string, conns int) *httpTarget {
 
 func (t *httpTarget) serves(o op) bool { return !o.stream() }
 
-func (t *httpTarget) do(ctx context.Context, r request) (outcome, error) {
+func (t *httpTarget) proto() string { return "http" }
+
+func (t *httpTarget) do(ctx context.Context, r request) (reply, error) {
 	o := r.op
 	if o.stream() {
-		return outOther, fmt.Errorf("%s: not served over HTTP", opPaths[o])
+		return reply{outcome: outOther}, fmt.Errorf("%s: not served over HTTP", opPaths[o])
 	}
 	method, url := http.MethodPost, t.base+"/orders/"+r.id+"/"+opPaths[o]
 	switch o {
@@ -111,27 +129,39 @@ func (t *httpTarget) do(ctx context.Context, r request) (outcome, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
-		return outOther, err
+		return reply{outcome: outOther}, err
 	}
 	if r.tenant != "" {
 		req.Header.Set(ordershttp.TenantHeader, r.tenant)
 	}
+	if r.key != "" {
+		req.Header.Set(ordershttp.IdempotencyHeader, r.key)
+	}
 	res, err := t.hc.Do(req)
 	if err != nil {
-		return outOther, err
+		return reply{outcome: outOther}, err
 	}
 	defer res.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	after := res.Header.Get("Retry-After")
 	switch {
 	case res.StatusCode == http.StatusOK:
-		return outOK, nil
-	case res.StatusCode == http.StatusConflict && res.Header.Get("Retry-After") != "",
-		res.StatusCode == http.StatusTooManyRequests && res.Header.Get("Retry-After") != "": // the export limit
-		return outBusy, nil
+		return reply{outcome: outOK, replayed: res.Header.Get(guard.HeaderIdempotentReplayed) == "true"}, nil
+	case res.StatusCode == http.StatusConflict && after != "",
+		res.StatusCode == http.StatusTooManyRequests && after != "": // the export limit
+		secs, _ := strconv.Atoi(after)
+		return reply{outcome: outBusy, inProgress: inProgress(string(body)), after: time.Duration(secs) * time.Second}, nil
 	case res.StatusCode == http.StatusConflict:
-		return outRefused, nil
+		return reply{outcome: outRefused}, nil
 	}
-	return outOther, fmt.Errorf("%s %s: %s", opPaths[o], res.Status, body)
+	return reply{outcome: outOther}, fmt.Errorf("%s %s: %s", opPaths[o], res.Status, body)
+}
+
+// inProgress reports whether a busy answer's message is the idempotency's
+// (the payment's key runs elsewhere, or was taken over) rather than the
+// lock's.
+func inProgress(msg string) bool {
+	return strings.Contains(msg, guard.ErrIdempotencyInProgress.Error()) || strings.Contains(msg, guard.ErrIdempotencyTakenOver.Error())
 }
 
 func (t *httpTarget) close() { t.tr.CloseIdleConnections() }
@@ -152,12 +182,18 @@ func newGRPCTarget(addr string) (*grpcTarget, error) {
 
 func (t *grpcTarget) serves(o op) bool { return !o.httpOnly() }
 
-func (t *grpcTarget) do(ctx context.Context, r request) (outcome, error) {
+func (t *grpcTarget) proto() string { return "grpc" }
+
+func (t *grpcTarget) do(ctx context.Context, r request) (reply, error) {
 	var err error
+	var header metadata.MD
 	o, id := r.op, r.id
 	switch o {
 	case opPay:
-		_, err = t.cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: id, AmountCents: r.cents})
+		if r.key != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, rpckey.DefaultIdempotencyMetadata, r.key)
+		}
+		_, err = t.cl.PayOrder(ctx, &ordersv1.PayOrderRequest{OrderId: id, AmountCents: r.cents}, grpc.Header(&header))
 	case opRefund:
 		_, err = t.cl.RefundOrder(ctx, &ordersv1.RefundOrderRequest{OrderId: id, AmountCents: r.cents})
 	case opShip:
@@ -170,20 +206,20 @@ func (t *grpcTarget) do(ctx context.Context, r request) (outcome, error) {
 	st := status.Convert(err)
 	switch st.Code() {
 	case codes.OK:
-		return outOK, nil
+		return reply{outcome: outOK, replayed: slices.Contains(header.Get(rpckey.MetadataIdempotentReplayed), "true")}, nil
 	case codes.Aborted:
-		// The lock's Aborted carries a retry hint; the book's (a stale
-		// fencing token) does not.
+		// The lock's Aborted carries a retry hint, and so does the
+		// idempotency's; the book's (a stale fencing token) does not.
 		for _, d := range st.Details() {
-			if _, ok := d.(*errdetails.RetryInfo); ok {
-				return outBusy, nil
+			if ri, ok := d.(*errdetails.RetryInfo); ok {
+				return reply{outcome: outBusy, inProgress: inProgress(st.Message()), after: ri.GetRetryDelay().AsDuration()}, nil
 			}
 		}
-		return outRefused, nil
+		return reply{outcome: outRefused}, nil
 	case codes.FailedPrecondition:
-		return outRefused, nil
+		return reply{outcome: outRefused}, nil
 	}
-	return outOther, fmt.Errorf("%s: %w", opPaths[o], err)
+	return reply{outcome: outOther}, fmt.Errorf("%s: %w", opPaths[o], err)
 }
 
 // importLines uploads n lines into order id, one message each.
@@ -222,15 +258,26 @@ func (t *grpcTarget) close() { _ = t.conn.Close() }
 
 // tally counts one replica's requests by outcome, and by op.
 type tally struct {
-	n      [nOutcomes]atomic.Int64
-	ops    [nOps]atomic.Int64
-	mu     sync.Mutex
-	errors []string // the first few "other" answers
+	n   [nOutcomes]atomic.Int64
+	ops [nOps]atomic.Int64
+	// replays are the ok answers that were a payment's stored answer,
+	// inProgress the busy ones because its key ran elsewhere; retries the
+	// payments sent here again after another replica (or this one) had
+	// them.
+	replays, inProgress, retries atomic.Int64
+	mu                           sync.Mutex
+	errors                       []string // the first few "other" answers
 }
 
-func (t *tally) add(o op, oc outcome, err error) {
+func (t *tally) add(o op, rp reply, err error) {
 	t.ops[o].Add(1)
-	t.n[oc].Add(1)
+	t.n[rp.outcome].Add(1)
+	if rp.replayed {
+		t.replays.Add(1)
+	}
+	if rp.inProgress {
+		t.inProgress.Add(1)
+	}
 	if err != nil {
 		t.mu.Lock()
 		if len(t.errors) < 3 {
@@ -325,11 +372,13 @@ const tenants = 2
 // same time: the run counts requests, not seconds), and while the tests'
 // keepGoing hook asks for more; at most maxDuration in all. Each kind of
 // request goes round the replicas that serve it (rotation), and a progress
-// line is printed every half second. Requests in flight at the end are
-// finished, not cut.
-func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, out io.Writer) time.Duration {
+// line is printed every half second. Payments carry idempotency keys and
+// a share of them is sent twice (sender.pay). Requests in flight at the
+// end are finished, not cut.
+func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, pays *ledger, out io.Writer) time.Duration {
 	turns := newRotation(targets)
 	start := time.Now()
+	s := &sender{cfg: cfg, ctx: ctx, targets: targets, tallies: tallies, pays: pays}
 	var enough atomic.Bool
 	var wg sync.WaitGroup
 	for w := range cfg.concurrency {
@@ -338,12 +387,11 @@ func drive(ctx context.Context, cfg config, targets []target, tallies []*tally, 
 			for !enough.Load() && ctx.Err() == nil {
 				r := cfg.pick(rng)
 				k := turns.next(r.op)
-				// A request's deadline is well past its wait budget: it
-				// should never be what ends it.
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.wait+10*time.Second)
-				oc, err := targets[k].do(rctx, r)
-				cancel()
-				tallies[k].add(r.op, oc, err)
+				if r.op == opPay {
+					s.pay(rng, k, r)
+				} else {
+					s.send(k, r)
+				}
 			}
 		})
 	}
@@ -408,7 +456,8 @@ func (r *rotation) next(o op) int {
 }
 
 // missing lists the kinds of request some replica has answered fewer
-// than each times, as "replica op (n)".
+// than each times, as "replica op (n)"; a payment sent again (a retry) is
+// one kind.
 func missing(each int, targets []target, tallies []*tally) []string {
 	var m []string
 	for k, t := range targets {
@@ -416,6 +465,9 @@ func missing(each int, targets []target, tallies []*tally) []string {
 			if n := tallies[k].ops[o].Load(); t.serves(o) && n < int64(each) {
 				m = append(m, fmt.Sprintf("%s %s (%d)", replicaNames[k], opPaths[o], n))
 			}
+		}
+		if n := tallies[k].retries.Load(); t.serves(opPay) && n < int64(each) {
+			m = append(m, fmt.Sprintf("%s retried pay (%d)", replicaNames[k], n))
 		}
 	}
 	return m

@@ -95,6 +95,7 @@ type config struct {
 	work, wait  time.Duration
 	redisURL    string
 	noLock      bool
+	noIdem      bool   // pay without its idempotency: retried payments apply twice
 	lockView    string // address of the lock view's debug server ("": none)
 	hooks       hooks  // the tests'
 }
@@ -107,7 +108,7 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(errOut)
 	fs.DurationVar(&cfg.duration, "duration", 5*time.Second, "how long the clients send requests (at most 5m)")
-	fs.IntVar(&cfg.each, "each", 0, "then go on until every replica has answered every kind of request it serves this many times (at most 5m in all)")
+	fs.IntVar(&cfg.each, "each", 0, "then go on until every replica has answered every kind of request it serves, a retried payment included, this many times (at most 5m in all)")
 	fs.IntVar(&cfg.concurrency, "concurrency", 24, "clients sending requests at once")
 	fs.IntVar(&cfg.orders, "orders", 200, "cold orders (each gets few requests)")
 	fs.IntVar(&cfg.hot, "hot", 3, "hot orders (together they get half the requests)")
@@ -115,7 +116,8 @@ func parse(args []string, getenv func(string) string, errOut io.Writer) (config,
 	fs.DurationVar(&cfg.wait, "wait", 3*time.Second, "how long pay and refund wait for a busy order before 409 / Aborted")
 	redisURL := embedded.URLFlag(fs, getenv)
 	fs.StringVar(&cfg.lockView, "lockview", "127.0.0.1:0", "address to serve each replica's live lock view on while the demo runs (empty: none)")
-	fs.BoolVar(&cfg.noLock, "nolock", false, "serve without the lock middleware, to watch the witness fail")
+	fs.BoolVar(&cfg.noLock, "nolock", false, "serve without the lock middleware, to watch the witness fail (pay keeps its idempotency)")
+	fs.BoolVar(&cfg.noIdem, "noidem", false, "serve pay without its idempotency, to watch retried payments applied twice and the witness fail")
 	fs.Usage = func() {
 		fmt.Fprintln(errOut, "usage: demo [flags]   (exit status 0: the witness holds, 1: it failed, 2: error)")
 		fs.PrintDefaults()

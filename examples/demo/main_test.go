@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func checkHolds(t *testing.T, res *result, out string) {
 	if code := exitCode(res); code != exitOK || !res.verdict.holds() {
 		t.Errorf("exit status %d, witness:\n%s", code, out)
 	}
-	for _, s := range []string{titleRequests, titleLocks, titleKeys, titleTokens + " order:h1", titleWitness, "ok    " + checkStreams, "the witness holds", "done"} {
+	for _, s := range []string{titleRequests, titleLocks, titleKeys, titleTokens + " order:h1", titleWitness, "ok    " + checkStreams, "ok    " + checkPayments, "the witness holds", "done"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("the report has no %q:\n%s", s, out)
 		}
@@ -83,15 +84,17 @@ func checkHolds(t *testing.T, res *result, out string) {
 	// orders, under one lease each; a tenant export, settings read or
 	// write is one), every 200 / OK answer is one write the witness
 	// recorded (an import is one, a transfer two), one export, or one
-	// tenant operation.
+	// tenant operation; a payment's replay is none (its stored answer, no
+	// lock taken).
 	acquired, ok := 0, 0
 	for _, r := range res.replicas {
-		acquired, ok = acquired+r.acquired, ok+r.counts[outOK]
+		acquired, ok = acquired+r.acquired, ok+r.counts[outOK]-r.replays
 	}
 	if v := res.verdict; acquired != v.entered+v.tenantEntered || ok != v.writes-v.transfers+v.exports+v.tenantOK {
 		t.Errorf("%d leases acquired, %d+%d critical sections entered; %d ok answers, %d writes (%d transfers), %d exports and %d tenant operations recorded",
 			acquired, v.entered, v.tenantEntered, ok, v.writes, v.transfers, v.exports, v.tenantOK)
 	}
+	checkReplays(t, res, out)
 	if len(res.keys) == 0 || res.keys[0].key != "order:h1" || res.keys[0].contended == 0 {
 		t.Errorf("no contention on the hot order: %+v", res.keys[:min(len(res.keys), 2)])
 	}
@@ -161,6 +164,24 @@ func TestScenarioCluster(t *testing.T) {
 	}
 }
 
+// checkReplays asserts the retried payments of a run with idempotency:
+// every replica got retries (-each counts them), the client saw replays,
+// as many as the replicas' Observers counted records replayed (two
+// independent counts), at most one per retry, and the report says so.
+func checkReplays(t *testing.T, res *result, out string) {
+	t.Helper()
+	p, observed := res.payments, 0
+	for _, r := range res.replicas {
+		observed += r.claims[core.OutcomeReplayed]
+	}
+	if p.retried < testEach*len(replicaNames) || p.replays == 0 || p.replays != observed || p.replays > p.retried {
+		t.Errorf("%d payments retried, %d replays seen by the client, %d by the Observers", p.retried, p.replays, observed)
+	}
+	if want := fmt.Sprintf("%d replays (the stored answer", p.replays); !strings.Contains(out, want) {
+		t.Errorf("the report has no %q:\n%s", want, out)
+	}
+}
+
 // Without the lock the same traffic breaks the order book, the witness sees
 // it and the exit status says so: the witness can fail, its stream check
 // too (payments of the hot order run inside its imports).
@@ -175,11 +196,35 @@ func TestNoLockFailsTheWitness(t *testing.T) {
 	for _, c := range res.verdict.checks {
 		failed[c.what] = !c.ok
 	}
-	if !failed["no overlapping holders"] || !failed["no stale-token write accepted"] || !failed[checkStreams] || failed["every replica wrote"] {
+	// -nolock removes locks only: a payment still runs once per key.
+	if !failed["no overlapping holders"] || !failed["no stale-token write accepted"] || !failed[checkStreams] || failed["every replica wrote"] || failed[checkPayments] {
 		t.Errorf("failed checks %v:\n%s", failed, out)
 	}
 	if !strings.Contains(out, "THE WITNESS FAILED") || !strings.Contains(out, "WITHOUT the lock") {
 		t.Errorf("report:\n%s", out)
+	}
+}
+
+// Without pay's idempotency (-noidem) the retried payments run again: the
+// witness's per-payment ledger sees a payment applied twice and fails,
+// while the lock still keeps every other promise; no answer is a replay.
+func TestNoIdempotencyFailsTheWitness(t *testing.T) {
+	cfg := testConfig("")
+	cfg.noIdem = true
+	res, out := runScenario(t, cfg)
+	if code := exitCode(res); code != exitWitness || res.verdict.holds() {
+		t.Fatalf("exit status %d without idempotency:\n%s", code, out)
+	}
+	for _, c := range res.verdict.checks {
+		if c.ok == (c.what == checkPayments) {
+			t.Errorf("check %q ok=%v: %s", c.what, c.ok, c.detail)
+		}
+	}
+	if !strings.Contains(out, "FAIL  "+checkPayments+": payment pay-") || !strings.Contains(out, "applied 2 times") || !strings.Contains(out, "WITHOUT its idempotency") {
+		t.Errorf("report:\n%s", out)
+	}
+	if p := res.payments; p.replays != 0 || p.inProgress != 0 || p.retried == 0 {
+		t.Errorf("without idempotency: %d retried, %d replays, %d in progress", p.retried, p.replays, p.inProgress)
 	}
 }
 

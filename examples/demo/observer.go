@@ -24,6 +24,9 @@ type lockStats struct {
 	unlocked int
 	keys     map[string]*keyStats
 	names    map[nameKind]*nameStats
+	// claims are the idempotency claims (core.KindClaim) by outcome: a
+	// record, not a lock, so none of the lock numbers above counts them.
+	claims map[core.Outcome]int
 }
 
 // nameKind is one series of the dashboard: a lock name (route template,
@@ -45,7 +48,7 @@ type keyStats struct {
 }
 
 func newLockStats() *lockStats {
-	return &lockStats{outcomes: map[core.Outcome]int{}, keys: map[string]*keyStats{}, names: map[nameKind]*nameStats{}}
+	return &lockStats{outcomes: map[core.Outcome]int{}, keys: map[string]*keyStats{}, names: map[nameKind]*nameStats{}, claims: map[core.Outcome]int{}}
 }
 
 // acquireMark travels in the context AcquireStart returns, so Contended can
@@ -69,6 +72,10 @@ func (s *lockStats) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.A
 	m, _ := ctx.Value(markKey{s}).(*acquireMark)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if a.Kind == core.KindClaim {
+		s.claims[r.Outcome]++
+		return ctx
+	}
 	s.outcomes[r.Outcome]++
 	k := s.keys[a.Key]
 	if k == nil {
@@ -92,6 +99,9 @@ func (s *lockStats) AcquireEnd(ctx context.Context, a core.AcquireInfo, r core.A
 }
 
 func (s *lockStats) Released(_ context.Context, l core.LeaseInfo, _ error) {
+	if l.Kind == core.KindClaim {
+		return
+	}
 	s.mu.Lock()
 	s.holds = append(s.holds, l.Held)
 	n := s.series(l.Name, l.Kind)

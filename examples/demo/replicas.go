@@ -86,15 +86,15 @@ func startReplicas(cfg config, r *embedded.Redis, w *witness, tel *otelsetup.Tel
 		book := orders.Traced(w.book(name), rt.server.TracerProvider) // orders.write under lock.hold
 		switch name {
 		case replicaGin:
-			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
+			rep.stop = serve.Start(lis, ordersgin.NewRouter(ordersgin.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, NoIdempotency: cfg.noIdem, Telemetry: rt.server})).Stop
 		case replicaEcho:
-			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})).Stop
+			rep.stop = serve.Start(lis, ordersecho.NewRouter(ordersecho.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, NoIdempotency: cfg.noIdem, Telemetry: rt.server})).Stop
 		case replicaFiber:
-			app := ordersfiber.NewRouter(ordersfiber.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})
+			app := ordersfiber.NewRouter(ordersfiber.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, NoIdempotency: cfg.noIdem, Telemetry: rt.server})
 			rep.stop = serveUntilStopped(func(ctx context.Context) error { return ordersfiber.Serve(ctx, app, lis) })
 		case replicaGRPC:
 			rep.proto = "grpc"
-			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, Telemetry: rt.server})
+			s := ordersgrpc.NewServer(ordersgrpc.Config{Client: rep.lock, Book: book, Wait: cfg.wait, NoLock: cfg.noLock, NoIdempotency: cfg.noIdem, Telemetry: rt.server})
 			rep.stop = serveUntilStopped(func(ctx context.Context) error { return ordersgrpc.Serve(ctx, s, lis) })
 		}
 	}

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Section titles of the report (the tests look for them).
@@ -35,6 +38,17 @@ func report(out io.Writer, res *result) {
 				r.name, r.ops[opImport], r.ops[opExport])
 		}
 	}
+	if p := res.payments; p.payments > 0 {
+		claimed, replayed := 0, 0
+		for _, r := range res.replicas {
+			claimed, replayed = claimed+r.claims[core.OutcomeAcquired], replayed+r.claims[core.OutcomeReplayed]
+		}
+		fmt.Fprintf(out, "  payments: %d, each with its own idempotency key; %d sent again to another replica (%d at once, %d after the answer),\n",
+			p.payments, p.retried, p.atOnce, p.retried-p.atOnce)
+		fmt.Fprintf(out, "  %d replays (the stored answer, %s: true), %d in progress (busy while the key ran elsewhere, sent again after Retry-After);\n",
+			p.replays, guard.HeaderIdempotentReplayed, p.inProgress)
+		fmt.Fprintf(out, "  the replicas' Observers: %d records claimed, %d replayed\n", claimed, replayed)
+	}
 	var ops [nOps]int
 	for _, r := range res.replicas {
 		for i, v := range r.ops {
@@ -47,7 +61,7 @@ func report(out io.Writer, res *result) {
 		fmt.Fprintf(out, "  %d settings reads (side by side) and %d settings writes (alone)\n", ops[opSettingsGet], ops[opSettingsPut])
 	}
 	fmt.Fprintf(out, "  busy: the order's lock was held (ship never waits; pay and refund past %v): HTTP 409 + Retry-After, gRPC Aborted;\n", res.cfg.wait)
-	fmt.Fprintln(out, "        or every export permit of the tenant was held past it: HTTP 429 + Retry-After")
+	fmt.Fprintln(out, "        or every export permit of the tenant was held past it: HTTP 429 + Retry-After; or a payment's key ran elsewhere (in progress)")
 	fmt.Fprintln(out, "  refused: the order's rules said no (refund above the balance, unpaid, already shipped): HTTP 409, gRPC FailedPrecondition")
 	for _, r := range res.replicas {
 		for _, e := range r.errors {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ type result struct {
 	replicas []replicaResult
 	keys     []keyResult // every key, most contended first
 	names    []nameResult
+	payments paymentNumbers
 	verdict  verdict
 }
 
@@ -41,6 +43,12 @@ type replicaResult struct {
 	counts            [nOutcomes]int
 	ops               [nOps]int // requests by op
 	errors            []string  // the first "other" answers
+	// replays and inProgress are the client's count of answers that were
+	// a payment's stored answer, or busy because its key ran elsewhere;
+	// claims are the replica's idempotency claims by outcome (its
+	// Observer: acquired, replayed, contended...).
+	replays, inProgress int
+	claims              map[core.Outcome]int
 
 	acquires, acquired, notAcquired, contended int
 	waits, holds                               []time.Duration // sorted
@@ -117,6 +125,9 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	if cfg.noLock {
 		lockMode = "WITHOUT the lock (-nolock)"
 	}
+	if cfg.noIdem {
+		lockMode += ", pay WITHOUT its idempotency (-noidem)"
+	}
 	fmt.Fprintf(out, "lockkit demo: the orders service as %d replicas (%s), %s,\n", len(reps), strings.Join(replicaNames, ", "), lockMode)
 	fmt.Fprintf(out, "locks on %s\n", rdb.Desc)
 	addrs := make([]string, len(reps))
@@ -148,6 +159,7 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 		fmt.Fprintf(out, "%d clients for %v over all of them: %s;\n", cfg.concurrency, cfg.duration, traffic)
 	}
 	fmt.Fprintf(out, "pay and refund wait up to %v for order:<id>, ship does not wait; each write takes %v;\n", cfg.wait, cfg.work)
+	fmt.Fprintf(out, "every payment carries an idempotency key, and 1 in %d is sent again to another replica of its protocol (a client that timed out);\n", retryEvery)
 	fmt.Fprintf(out, "a few gRPC streams import line items into the same orders or export them, each holding order:<id> throughout;\nover HTTP a few transfers lock two orders together, tenant exports take one of %d permits, settings reads share and writes exclude\n\n", exportLimit)
 
 	targets := make([]target, len(reps))
@@ -165,7 +177,8 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 	}
 
 	res := &result{cfg: cfg}
-	res.elapsed = drive(ctx, cfg, targets, tallies, out)
+	pays := newLedger(time.Now())
+	res.elapsed = drive(ctx, cfg, targets, tallies, pays, out)
 	loaded = time.Now()
 	if cfg.hooks.loaded != nil {
 		cfg.hooks.loaded()
@@ -186,6 +199,12 @@ func scenario(ctx context.Context, cfg config, out, errOut io.Writer) (_ *result
 
 	res.replicas, res.keys, res.names = numbers(reps, tallies)
 	res.verdict = w.check(replicaNames)
+	pc, pn := w.payments(pays)
+	res.verdict.checks = append(res.verdict.checks, pc)
+	for _, r := range res.replicas {
+		pn.replays, pn.inProgress = pn.replays+r.replays, pn.inProgress+r.inProgress
+	}
+	res.payments = pn
 	// Show the tokens of the most contended order (else the most written).
 	if len(res.keys) > 0 && res.keys[0].contended > 0 {
 		id := strings.TrimPrefix(res.keys[0].key, "order:")
@@ -204,9 +223,11 @@ func numbers(reps []*replica, tallies []*tally) ([]replicaResult, []keyResult, [
 	keys := map[string]*keyResult{}
 	names := map[nameKind]*nameResult{}
 	for i, r := range reps {
-		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), ops: tallies[i].opCounts(), errors: tallies[i].errors}
+		rr := replicaResult{name: r.name, proto: r.proto, addr: r.addr, counts: tallies[i].counts(), ops: tallies[i].opCounts(), errors: tallies[i].errors,
+			replays: int(tallies[i].replays.Load()), inProgress: int(tallies[i].inProgress.Load())}
 		s := r.stats
 		s.mu.Lock()
+		rr.claims = maps.Clone(s.claims)
 		rr.acquired = s.outcomes[core.OutcomeAcquired]
 		rr.notAcquired = s.outcomes[core.OutcomeContended] + s.outcomes[core.OutcomeTimeout]
 		for _, n := range s.outcomes {

@@ -34,6 +34,9 @@ type witness struct {
 	// tenants: what the witness saw of each tenant's exports (a semaphore
 	// of exportLimit) and settings (a read/write lock).
 	tenants map[string]*tenantTrail
+	// applied are the runs that applied each payment, by its key (the
+	// client's reference, orders.PaymentOf): the per-payment ledger.
+	applied map[string][]write
 }
 
 // tenantTrail is what the witness saw of one tenant.
@@ -89,7 +92,7 @@ type write struct {
 }
 
 func newWitness(store *orders.Store) *witness {
-	return &witness{store: store, orders: map[string]*trail{}, tenants: map[string]*tenantTrail{}}
+	return &witness{store: store, orders: map[string]*trail{}, tenants: map[string]*tenantTrail{}, applied: map[string][]write{}}
 }
 
 // book is the order book as replica's routes see it.
@@ -102,9 +105,18 @@ type watchedBook struct {
 
 func (b *watchedBook) Get(id string) orders.Order { return b.w.store.Get(id) }
 
+// Pay records, besides the order's write, the run that applied the
+// payment under its reference (its idempotency key).
 func (b *watchedBook) Pay(ctx context.Context, id string, token, cents int64) (orders.Order, error) {
+	ref := orders.PaymentOf(ctx)
 	return b.w.watch(b.replica, id, token, "pay", func() (orders.Order, error) { return b.w.store.Pay(ctx, id, token, cents) },
-		func(t *trail) { t.payments++; t.paid += cents })
+		func(t *trail) {
+			t.payments++
+			t.paid += cents
+			if ref != "" {
+				b.w.applied[ref] = append(b.w.applied[ref], write{token: token, replica: b.replica})
+			}
+		})
 }
 
 func (b *watchedBook) Refund(ctx context.Context, id string, token, cents int64) (orders.Order, error) {
@@ -529,6 +541,14 @@ func byReplica(replicas []string, n map[string]int) string {
 		parts[i] = fmt.Sprintf("%s %d", r, n[r])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// payments checks the client's ledger against the runs the witness saw
+// apply each payment (paymentCheck).
+func (w *witness) payments(l *ledger) (check, paymentNumbers) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return paymentCheck(l, w.applied)
 }
 
 // trail is the accepted writes of order id, in order.

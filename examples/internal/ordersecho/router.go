@@ -78,7 +78,10 @@ func NewRouter(cfg Config) http.Handler {
 		},
 	}
 	for _, rt := range ordershttp.Routes {
-		var mw []echo.MiddlewareFunc
+		var mw []echo.MiddlewareFunc // in the order they run: idempotency, the lock
+		if cfg.Idempotent(rt) {
+			mw = append(mw, echo5lock.Idempotent(cfg.Client, echo5lock.IdempotencyScope(rt.Idempotency.Scope.Spec())))
+		}
 		if rt.Lock != nil && !cfg.NoLock {
 			mw = append(mw, lock(cfg, *rt.Lock))
 		}
@@ -154,19 +157,15 @@ func withAmount(write func(ctx context.Context, id string, token, cents int64) (
 			return reply(c, nil, err)
 		}
 		// c.Request().Context() ends if the client leaves or the lock is lost.
-		o, err := write(c.Request().Context(), c.Param("id"), token(c), cents)
+		ctx := orders.WithPayment(c.Request().Context(), c.Request().Header.Get(ordershttp.IdempotencyHeader))
+		o, err := write(ctx, c.Param("id"), token(c), cents)
 		return reply(c, o, err)
 	}
 }
 
-// token is the fencing token of the lock the request holds (0 unlocked):
-// the book refuses a write with a token older than the order's last.
-func token(c *echo.Context) int64 {
-	if l, ok := echo5lock.Lease(c); ok {
-		return l.Token()
-	}
-	return 0
-}
+// token is the fencing token of the lock the request holds (0 unlocked,
+// ordershttp.LockToken): the book refuses a write with a token older than the order's last.
+func token(c *echo.Context) int64 { return ordershttp.LockToken(c.Request().Context()) }
 
 // reply answers v, or err as {"message": ...} with the status the book's
 // error maps to (echo's DefaultHTTPErrorHandler writes it).

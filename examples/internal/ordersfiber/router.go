@@ -88,6 +88,9 @@ func NewRouter(cfg Config) *fiber.App {
 	}
 	for _, rt := range ordershttp.Routes {
 		chain := slices.Clone(front) // the route's handlers, in the order they run
+		if cfg.Idempotent(rt) {
+			chain = append(chain, fiberlock.Idempotent(cfg.Client, fiberlock.IdempotencyScope(parts(rt.Idempotency.Scope)...)))
+		}
 		if rt.Lock != nil && !cfg.NoLock {
 			chain = append(chain, lock(cfg, *rt.Lock))
 		}
@@ -101,18 +104,7 @@ func NewRouter(cfg Config) *fiber.App {
 func lock(cfg Config, l ordershttp.Lock) fiber.Handler {
 	var opts []fiberlock.Option
 	for _, k := range l.Keys {
-		parts := make([]fiberlock.Part, len(k))
-		for i, p := range k {
-			switch p.From {
-			case ordershttp.Const:
-				parts[i] = fiberlock.Const(p.Name)
-			case ordershttp.Param:
-				parts[i] = fiberlock.Param(p.Name)
-			case ordershttp.Header:
-				parts[i] = fiberlock.Header(p.Name)
-			}
-		}
-		opts = append(opts, fiberlock.Key(parts...))
+		opts = append(opts, fiberlock.Key(parts(k)...))
 	}
 	switch l.Kind {
 	case core.KindSemaphore:
@@ -131,6 +123,22 @@ func lock(cfg Config, l ordershttp.Lock) fiber.Handler {
 		opts = append(opts, fiberlock.TokenHeader(ordershttp.TokenHeader))
 	}
 	return fiberlock.New(cfg.Client, opts...)
+}
+
+// parts are k's parts as fiberlock reads them.
+func parts(k ordershttp.Key) []fiberlock.Part {
+	ps := make([]fiberlock.Part, len(k))
+	for i, p := range k {
+		switch p.From {
+		case ordershttp.Const:
+			ps[i] = fiberlock.Const(p.Name)
+		case ordershttp.Param:
+			ps[i] = fiberlock.Param(p.Name)
+		case ordershttp.Header:
+			ps[i] = fiberlock.Header(p.Name)
+		}
+	}
+	return ps
 }
 
 // param is the path parameter name decoded once, as gin and echo hand a
@@ -165,19 +173,14 @@ func withAmount(write func(ctx context.Context, id string, token, cents int64) (
 		}
 		// c.Context() ends if the lock is lost (fasthttp does not end it
 		// when the client leaves).
-		o, err := write(c.Context(), id, token(c), cents)
+		o, err := write(orders.WithPayment(c.Context(), c.Get(ordershttp.IdempotencyHeader)), id, token(c), cents)
 		return reply(c, o, err)
 	})
 }
 
-// token is the fencing token of the lock the request holds (0 unlocked):
-// the book refuses a write with a token older than the order's last.
-func token(c fiber.Ctx) int64 {
-	if l, ok := fiberlock.Lease(c); ok {
-		return l.Token()
-	}
-	return 0
-}
+// token is the fencing token of the lock the request holds (0 unlocked,
+// ordershttp.LockToken): the book refuses a write with a token older than the order's last.
+func token(c fiber.Ctx) int64 { return ordershttp.LockToken(c.Context()) }
 
 // reply answers v, or err as {"error": ...} with the status the book's
 // error maps to (or a fiber.Error's own).

@@ -71,10 +71,14 @@ func NewRouter(cfg Config) http.Handler {
 		},
 	}
 	for _, rt := range ordershttp.Routes {
-		chain := []gin.HandlerFunc{handlers[rt.Op]}
-		if rt.Lock != nil && !cfg.NoLock {
-			chain = append([]gin.HandlerFunc{lock(cfg, *rt.Lock)}, chain...)
+		var chain []gin.HandlerFunc // in the order they run: idempotency, the lock, the handler
+		if cfg.Idempotent(rt) {
+			chain = append(chain, ginlock.Idempotent(cfg.Client, ginlock.IdempotencyScope(parts(rt.Idempotency.Scope)...)))
 		}
+		if rt.Lock != nil && !cfg.NoLock {
+			chain = append(chain, lock(cfg, *rt.Lock))
+		}
+		chain = append(chain, handlers[rt.Op])
 		r.Handle(rt.Method, rt.Path, chain...)
 	}
 	return r
@@ -84,18 +88,7 @@ func NewRouter(cfg Config) http.Handler {
 func lock(cfg Config, l ordershttp.Lock) gin.HandlerFunc {
 	var opts []ginlock.Option
 	for _, k := range l.Keys {
-		parts := make([]ginlock.Part, len(k))
-		for i, p := range k {
-			switch p.From {
-			case ordershttp.Const:
-				parts[i] = ginlock.Const(p.Name)
-			case ordershttp.Param:
-				parts[i] = ginlock.Param(p.Name)
-			case ordershttp.Header:
-				parts[i] = ginlock.Header(p.Name)
-			}
-		}
-		opts = append(opts, ginlock.Key(parts...))
+		opts = append(opts, ginlock.Key(parts(k)...))
 	}
 	switch l.Kind {
 	case core.KindSemaphore:
@@ -116,6 +109,22 @@ func lock(cfg Config, l ordershttp.Lock) gin.HandlerFunc {
 	return ginlock.New(cfg.Client, opts...)
 }
 
+// parts are k's parts as ginlock reads them.
+func parts(k ordershttp.Key) []ginlock.Part {
+	ps := make([]ginlock.Part, len(k))
+	for i, p := range k {
+		switch p.From {
+		case ordershttp.Const:
+			ps[i] = ginlock.Const(p.Name)
+		case ordershttp.Param:
+			ps[i] = ginlock.Param(p.Name)
+		case ordershttp.Header:
+			ps[i] = ginlock.Header(p.Name)
+		}
+	}
+	return ps
+}
+
 // withAmount is the handler of a write that takes ?amount= (Pay, Refund).
 func withAmount(write func(ctx context.Context, id string, token, cents int64) (orders.Order, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -125,19 +134,16 @@ func withAmount(write func(ctx context.Context, id string, token, cents int64) (
 			return
 		}
 		// c.Request.Context() ends if the client leaves or the lock is lost.
-		o, err := write(c.Request.Context(), c.Param("id"), token(c), cents)
+		ctx := orders.WithPayment(c.Request.Context(), c.GetHeader(ordershttp.IdempotencyHeader))
+		o, err := write(ctx, c.Param("id"), token(c), cents)
 		reply(c, o, err)
 	}
 }
 
-// token is the fencing token of the lock the request holds (0 unlocked):
-// the book refuses a write with a token older than the order's last.
-func token(c *gin.Context) int64 {
-	if l, ok := ginlock.Lease(c); ok {
-		return l.Token()
-	}
-	return 0
-}
+// token is the fencing token of the lock the request holds (0 unlocked,
+// ordershttp.LockToken): the book refuses a write with a token older than
+// the order's last.
+func token(c *gin.Context) int64 { return ordershttp.LockToken(c.Request.Context()) }
 
 func reply(c *gin.Context, v any, err error) {
 	if err != nil {

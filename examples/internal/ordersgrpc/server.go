@@ -44,7 +44,12 @@ type Config struct {
 	// frees the order then, whatever the client does (grpclock.MaxHold).
 	MaxHold time.Duration
 	// NoLock leaves the lock out: the baseline that shows what it prevents.
+	// PayOrder's idempotency stays (NoLock removes locks only).
 	NoLock bool
+	// NoIdempotency leaves PayOrder's idempotency out: the baseline that
+	// shows a retried payment applied twice. Without a Client there is
+	// none either.
+	NoIdempotency bool
 	// Timeouts are the server's keepalive parameters (the zero value:
 	// the examples' defaults, serve.Default), which bound a silent stream and a vanished client.
 	Timeouts serve.Timeouts
@@ -60,10 +65,10 @@ type Config struct {
 // whole life. Reflection is a stream too and must not be locked: its
 // messages have no LockKey (a lock on it would answer Internal).
 var (
-	waiting = map[string]bool{
-		ordersv1.Orders_PayOrder_FullMethodName:    true,
-		ordersv1.Orders_RefundOrder_FullMethodName: true,
-	}
+	waiting = map[string]bool{ordersv1.Orders_RefundOrder_FullMethodName: true}
+	// paying is PayOrder: it waits for the lock too, behind its
+	// idempotency.
+	paying  = map[string]bool{ordersv1.Orders_PayOrder_FullMethodName: true}
 	noWait  = map[string]bool{ordersv1.Orders_ShipOrder_FullMethodName: true}
 	streams = map[string]bool{
 		ordersv1.Orders_ImportLines_FullMethodName: true,
@@ -81,7 +86,10 @@ func methods(set map[string]bool) selector.Matcher {
 // it, ShipOrder (the duplicate click) does not; ImportLines and
 // ExportLines wait for it and hold it for the whole stream, keyed by the
 // stream's first message (grpclock.FromFirstMessage: the order id is in
-// the messages, not in metadata). Recovery sits inside the lock,
+// the messages, not in metadata). PayOrder runs once per idempotency key
+// (metadata "idempotency-key", grpclock.Idempotent in front of its lock,
+// or alone under NoLock; NoIdempotency leaves it out). Recovery sits
+// inside the lock,
 // reflection is on so grpcurl needs no .proto.
 func NewServer(cfg Config) *grpc.Server {
 	if cfg.Wait <= 0 {
@@ -93,6 +101,21 @@ func NewServer(cfg Config) *grpc.Server {
 	hold := grpclock.MaxHold(cfg.MaxHold)
 	var chain []grpc.UnaryServerInterceptor
 	var schain []grpc.StreamServerInterceptor
+	// PayOrder runs once per idempotency key (metadata "idempotency-key"),
+	// its record scoped by the order as HTTP's pay route is: a retry gets
+	// the first call's response with "idempotent-replayed: true" and takes
+	// no lock.
+	once := !cfg.NoIdempotency && cfg.Client != nil
+	scope := grpclock.IdempotencyScope(grpclock.Field("order_id"))
+	switch {
+	case once && cfg.NoLock:
+		chain = append(chain, selector.UnaryServerInterceptor(grpclock.IdempotentUnaryServerInterceptor(cfg.Client, scope), methods(paying)))
+	case once:
+		chain = append(chain, selector.UnaryServerInterceptor(
+			grpclock.UnaryServerInterceptor(cfg.Client, grpclock.Idempotent(scope), grpclock.Wait(cfg.Wait), hold), methods(paying)))
+	case !cfg.NoLock:
+		chain = append(chain, selector.UnaryServerInterceptor(grpclock.UnaryServerInterceptor(cfg.Client, grpclock.Wait(cfg.Wait), hold), methods(paying)))
+	}
 	if !cfg.NoLock {
 		chain = append(chain,
 			// (authentication would go here, before the lock)

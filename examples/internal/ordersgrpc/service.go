@@ -14,11 +14,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/grpc/ordersv1"
 	"github.com/lockkit/lockkit/examples/internal/orders"
+	"github.com/lockkit/lockkit/guard/rpckey"
 )
 
 // Service implements ordersv1.OrdersServer on a Book. It takes no lock
@@ -32,12 +34,17 @@ type Service struct {
 func NewService(book orders.Book) *Service { return &Service{book: book} }
 
 // token is the fencing token of the lock the call holds (0 unlocked): the
-// book refuses a write with a token older than the order's last.
+// book refuses a write with a token older than the order's last. An
+// idempotency claim is a lease too, but no lock: its token is not one.
 func token(ctx context.Context) int64 {
-	if l, ok := core.LeaseFromContext(ctx); ok {
-		return l.Token()
+	l, ok := core.LeaseFromContext(ctx)
+	if !ok {
+		return 0
 	}
-	return 0
+	if c, ok := core.ClaimFromContext(ctx); ok && c == l {
+		return 0
+	}
+	return l.Token()
 }
 
 // PayOrder adds the amount to the order's balance.
@@ -47,7 +54,7 @@ func (s *Service) PayOrder(ctx context.Context, r *ordersv1.PayOrderRequest) (*o
 		return nil, err
 	}
 	// ctx ends if the caller leaves or the lock is lost (cause core.ErrLost).
-	o, err := s.book.Pay(ctx, r.GetOrderId(), token(ctx), cents)
+	o, err := s.book.Pay(orders.WithPayment(ctx, paymentRef(ctx)), r.GetOrderId(), token(ctx), cents)
 	if err != nil {
 		return nil, statusOf(err)
 	}
@@ -206,4 +213,13 @@ func message(o orders.Order) *ordersv1.Order {
 		Id: o.ID, BalanceCents: o.Balance, Payments: int64(o.Payments), Refunds: int64(o.Refunds),
 		Shipped: o.Shipped, Token: o.Token, Lines: int64(o.Lines), TotalCents: o.Total,
 	}
+}
+
+// paymentRef is the call's idempotency key (metadata "idempotency-key"),
+// the payment's reference for the book.
+func paymentRef(ctx context.Context) string {
+	if v := metadata.ValueFromIncomingContext(ctx, rpckey.DefaultIdempotencyMetadata); len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }

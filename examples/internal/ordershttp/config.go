@@ -15,7 +15,10 @@
 // refuses a token older than the last. A 409 from the lock carries
 // Retry-After; a 409 from the order's rules (refund above the balance,
 // already shipped) does not. An amount that is not a positive int64 of
-// cents, or that would overflow the order's balance, is a 400.
+// cents, or that would overflow the order's balance, is a 400. A payment
+// carrying an Idempotency-Key runs once (Route.Idempotency): a retry, on
+// any front end, gets the first answer with Idempotent-Replayed: true, or
+// 409 + Retry-After while the first still runs.
 package ordershttp
 
 import (
@@ -26,6 +29,7 @@ import (
 	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/examples/internal/orders"
 	"github.com/lockkit/lockkit/examples/internal/otelsetup"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Config is what an HTTP front end's NewRouter needs.
@@ -38,6 +42,11 @@ type Config struct {
 	// NoLock leaves the lock out: the baseline that shows what it prevents
 	// (and the benchmark's).
 	NoLock bool
+	// NoIdempotency leaves the Idempotent routes' idempotency out (it
+	// stays under NoLock, which removes locks only): the baseline that
+	// shows a retried payment applied twice. Without a Client there is
+	// none either.
+	NoIdempotency bool
 	// Log receives the access log (nil: none).
 	Log io.Writer
 	// Telemetry, when on, makes every request a server span named for its
@@ -55,7 +64,30 @@ const ExportLimit = 2
 const (
 	TokenHeader  = "Lock-Token" // the fencing token of the lock a write ran under
 	TenantHeader = "X-Tenant"   // the tenant of /tenant/export and /tenant/settings, in their lock keys
+	// IdempotencyHeader carries a payment's idempotency key: the
+	// adapters' default header.
+	IdempotencyHeader = guard.DefaultIdempotencyHeader
 )
+
+// Idempotent reports whether route r runs under idempotency with cfg.
+func (cfg Config) Idempotent(r Route) bool {
+	return r.Idempotency != nil && !cfg.NoIdempotency && cfg.Client != nil
+}
+
+// LockToken is the fencing token of the innermost lock the request holds,
+// 0 when it holds none (-nolock). An idempotency claim is a lease too, but
+// its token orders the runs of one key, not the writers of an order: it is
+// not a lock's token, and a write never carries it.
+func LockToken(ctx context.Context) int64 {
+	l, ok := core.LeaseFromContext(ctx)
+	if !ok {
+		return 0
+	}
+	if c, ok := core.ClaimFromContext(ctx); ok && c == l {
+		return 0
+	}
+	return l.Token()
+}
 
 // TokenOf is the fencing token of the lock on core.JoinKey(parts...) that
 // the request holds: one of the keys a route locks together (a transfer's

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockkit/lockkit/core"
+	"github.com/lockkit/lockkit/guard"
 )
 
 // Route is one route of the orders API and the lock in front of it.
@@ -18,6 +19,19 @@ type Route struct {
 	Path   string // in gin's, echo's and fiber's syntax: /orders/:id/pay
 	Op     Op     // what serves it
 	Lock   *Lock  // nil: no lock
+	// Idempotency, when not nil, runs a request carrying an
+	// Idempotency-Key once, in front of the lock: its retries, on any HTTP
+	// front end, get its stored answer (Idempotent-Replayed: true) and
+	// take no lock.
+	Idempotency *Idempotency
+}
+
+// Idempotency is the idempotency in front of a route.
+type Idempotency struct {
+	// Scope is added to the record's key: a key sent for another order
+	// is another record. The record's key already names the method and
+	// the route's template, not its parameters.
+	Scope Key
 }
 
 // Op is what a route does to the book; each front end has one handler per
@@ -85,18 +99,20 @@ var (
 
 // Routes are the orders API's routes, the same on every front end.
 var Routes = []Route{
-	{"POST", "/orders/:id/pay", OpPay, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey}, Token: true}},
-	{"POST", "/orders/:id/refund", OpRefund, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey}, Token: true}},
+	// A payment is the request a client retries after a timeout: once per
+	// Idempotency-Key.
+	{"POST", "/orders/:id/pay", OpPay, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey}, Token: true}, &Idempotency{Scope: Key{{Param, "id"}}}},
+	{"POST", "/orders/:id/refund", OpRefund, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey}, Token: true}, nil},
 	// Shipping twice is the classic duplicate click: answer 409 at once
 	// rather than queue behind the first.
-	{"POST", "/orders/:id/ship", OpShip, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey}, NoWait: true, Token: true}},
+	{"POST", "/orders/:id/ship", OpShip, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey}, NoWait: true, Token: true}, nil},
 	// A transfer locks both orders, all or nothing, in one order whatever
 	// its direction: no deadlock between opposite transfers.
-	{"POST", "/orders/:id/transfer/:to", OpTransfer, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey, toKey}, Token: true}},
-	{"POST", "/tenant/export", OpExport, &Lock{Kind: core.KindSemaphore, Limit: ExportLimit, Keys: []Key{exportKey}}},
-	{"GET", "/tenant/settings", OpSettings, &Lock{Kind: core.KindRead, Keys: []Key{settingsKey}}},
-	{"PUT", "/tenant/settings", OpSetSettings, &Lock{Kind: core.KindWrite, Keys: []Key{settingsKey}}},
-	{"GET", "/orders/:id", OpGet, nil},
+	{"POST", "/orders/:id/transfer/:to", OpTransfer, &Lock{Kind: core.KindMutex, Keys: []Key{orderKey, toKey}, Token: true}, nil},
+	{"POST", "/tenant/export", OpExport, &Lock{Kind: core.KindSemaphore, Limit: ExportLimit, Keys: []Key{exportKey}}, nil},
+	{"GET", "/tenant/settings", OpSettings, &Lock{Kind: core.KindRead, Keys: []Key{settingsKey}}, nil},
+	{"PUT", "/tenant/settings", OpSetSettings, &Lock{Kind: core.KindWrite, Keys: []Key{settingsKey}}, nil},
+	{"GET", "/orders/:id", OpGet, nil, nil},
 }
 
 // String is the key as the banner shows it: order:<id>, export:<X-Tenant>.
@@ -172,7 +188,12 @@ func Banner(w io.Writer, noLock bool) {
 		if r.Lock != nil {
 			lock = r.Lock.String()
 		}
+		if r.Idempotency != nil {
+			lock = "once per " + IdempotencyHeader + " and " + r.Idempotency.Scope.String() + ", then " + lock
+		}
 		fmt.Fprintf(w, "  %-*s %-*s  %s\n", method, r.Method, path, r.Path, lock)
 	}
 	fmt.Fprintf(w, "  (<id>, <to>: the path's; <%s>: the header's, 400 without it; a busy lock's answer has Retry-After)\n", TenantHeader)
+	fmt.Fprintf(w, "  (a retry with the same %s gets the first answer with %s: true, or 409 + Retry-After while the first runs)\n",
+		IdempotencyHeader, guard.HeaderIdempotentReplayed)
 }
