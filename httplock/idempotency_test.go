@@ -33,7 +33,7 @@ func TestIdempotentTakenOver(t *testing.T) {
 		if err := srv.Client.FlushAll(ctx).Err(); err != nil {
 			t.Error(err)
 		}
-		fp := guard.Fingerprint(http.MethodPost, route, "", "", []byte(body))
+		fp := guard.Fingerprint(http.MethodPost, route, "", "", []byte(body), r.PathValue("id"))
 		cl, err := other.Claim(ctx, claim.Key(), core.ClaimRequest{Fingerprint: fp})
 		if err != nil || cl.Lease == nil {
 			t.Errorf("the other owner's claim: %+v %v", cl, err)
