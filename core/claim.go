@@ -95,18 +95,14 @@ func (r ClaimRequest) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
 	}
-	if r.TTL != 0 {
-		if err := CheckTTL(r.TTL); err != nil {
-			return fmt.Errorf("%w (0: the Client's)", err)
-		}
+	if err := (Request{TTL: r.TTL, MaxHold: r.MaxHold}).Check(); err != nil { // the lease's rules
+		return err
 	}
 	switch {
 	case r.Retention < 0:
 		return bad("Retention must be ≥ 0 (0: the default %v), got %v", DefaultRetention, r.Retention)
 	case r.Wait < 0:
 		return bad("Wait must be ≥ 0 (0: no wait), got %v", r.Wait)
-	case r.MaxHold < 0:
-		return bad("MaxHold must be ≥ 0 (0: no bound), got %v", r.MaxHold)
 	case len(r.Fingerprint) > MaxFingerprintLen:
 		return bad("Fingerprint is %d bytes, the limit is %d (core.MaxFingerprintLen)", len(r.Fingerprint), MaxFingerprintLen)
 	}
@@ -177,7 +173,11 @@ func (c *Client) Claim(ctx context.Context, key string, r ClaimRequest) (Claim, 
 	if !ok {
 		return Claim{}, fmt.Errorf("%w: idempotency records on a Redlock Client", ErrUnsupported)
 	}
-	cl := claiming{c: c, p: p, ctx: ctx, key: key, names: c.recordNames(key), r: r, ttl: c.cfg.ttl, retention: DefaultRetention}
+	names := c.recordNames(key)
+	if c.heldIn(ctx, names.key) != nil { // its own claim would answer "in progress", or wait on itself
+		return Claim{}, fmt.Errorf("%w: %q", ErrWouldDeadlock, key)
+	}
+	cl := claiming{c: c, p: p, ctx: ctx, key: key, names: names, r: r, ttl: c.cfg.ttl, retention: DefaultRetention}
 	if r.TTL != 0 {
 		cl.ttl = r.TTL
 	}
@@ -274,6 +274,9 @@ func (cl *claiming) run() (claimReply, error) {
 			drain(wake)
 		}
 		rep, err := cl.attempt(actx)
+		if errors.Is(err, errLateReply) && !cl.budget.IsZero() && ctxEnded(actx) == nil {
+			continue // Redis was slow, not taken: try again within the budget (as Acquire)
+		}
 		if err != nil || rep.state != claimInProgress {
 			return rep, err
 		}
@@ -289,7 +292,7 @@ func (cl *claiming) run() (claimReply, error) {
 				return rep, err
 			}
 		}
-		d := max(rep.holder.TTL, 0) + 5*time.Millisecond // a crashed owner's claim expires by then
+		d := cl.p.retryDelay(acquireReply{holder: rep.holder}) // a crashed owner's claim expires by then
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
@@ -308,12 +311,6 @@ func (cl *claiming) run() (claimReply, error) {
 		case <-cl.c.closing:
 			return rep, ErrClosed
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
 	}
 }
 
@@ -322,7 +319,8 @@ func (cl *claiming) attempt(ctx context.Context) (claimReply, error) {
 	c := cl.c
 	cl.attempts++
 	sent := time.Now()
-	rep, err := cl.p.claim(ctx, cl.names, cl.token, cl.ttl, c.ownerArg, cl.meta, cl.r.Fingerprint, cl.retention, !cl.budget.IsZero())
+	waits := !cl.budget.IsZero()
+	rep, err := cl.p.claim(ctx, cl.names, cl.token, cl.ttl, c.ownerArg, cl.meta, cl.r.Fingerprint, cl.retention, waits, waits && cl.attempts > 1)
 	if err != nil {
 		if mayHaveRun(err) { // the claim may have been taken: give it back
 			c.releaseAfter(cl.names, cl.token, err)
@@ -337,6 +335,7 @@ func (cl *claiming) attempt(ctx context.Context) (claimReply, error) {
 	case claimClaimed:
 		if time.Since(sent) >= cl.ttl-c.b.drift(cl.ttl) {
 			c.releaseLater(cl.names, cl.token)
+			cl.token = newToken() // a later attempt must not race the give-back of this one
 			if ctxEnded(cl.ctx) != nil {
 				return claimReply{}, cl.ctxErr()
 			}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -50,6 +51,8 @@ func (l *Lease) Complete(ctx context.Context, payload []byte) error {
 	}
 	ok, err := c.b.(*primary).complete(dctx, l.names, l.token, l.fence, payload, l.retention)
 	switch {
+	case errors.Is(err, ErrClosed): // the Client closed while the call waited to be sent
+		err = ErrClosed
 	case err != nil:
 		err = unavailable("complete", l.key, err)
 	case !ok:

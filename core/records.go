@@ -12,13 +12,15 @@ import (
 // claim runs claim.lua: the record's lookup and claim in one step. wait:
 // the caller waits for the answer, so a refusal flags the record for the
 // notification.
-func (p *primary) claim(ctx context.Context, n redisNames, token string, ttl time.Duration, owner any, meta, fingerprint string, retention time.Duration, wait bool) (claimReply, error) {
+// leave is batcher.process's: a waiting claim's attempt after its first
+// can be left in flight by a caller that gives up.
+func (p *primary) claim(ctx context.Context, n redisNames, token string, ttl time.Duration, owner any, meta, fingerprint string, retention time.Duration, wait, leave bool) (claimReply, error) {
 	w := "0"
 	if wait {
 		w = "1"
 	}
 	argv := []any{nil, nil, 1, n.keyArg, token, msArg(ttl), owner, meta, fingerprint, ms(retention), w}
-	res, err := p.script(ctx, claimScript, n, argv, false).Slice()
+	res, err := p.script(ctx, claimScript, n, argv, leave).Slice()
 	if err != nil {
 		return claimReply{}, err
 	}
