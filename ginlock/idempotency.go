@@ -156,6 +156,9 @@ func (e *idempotent) Run(ctx context.Context) (guard.Captured, error) {
 	}()
 	c.Request, c.Writer = req.WithContext(ctx), capt
 	c.Next()
+	if capt.status != 0 { // a status with no body (c.Status): gin sends it after the chain
+		capt.WriteHeaderNow()
+	}
 	done = true
 	return capt.capt, nil
 }
@@ -177,29 +180,52 @@ func (e *idempotent) Refuse(a guard.Answer, err error) error {
 func (e *idempotent) Report(err error) { _ = e.c.Error(err) }
 
 // captureWriter is gin's answer writer over a guard.ResponseCapture, which
-// holds the answer back until its record is stored.
+// holds the answer back until its record is stored. As gin's own writer,
+// WriteHeader only records the status: c.JSON, c.String and the other
+// renderers set it before their Content-Type, so the status goes to the
+// capture (which takes the headers with it) at the first write.
 type captureWriter struct {
 	gin.ResponseWriter
-	capt *guard.ResponseCapture
+	capt   *guard.ResponseCapture
+	status int // recorded by WriteHeader, not yet written
 }
 
-func (w *captureWriter) WriteHeader(code int)              { w.capt.WriteHeader(code) }
-func (w *captureWriter) Write(p []byte) (int, error)       { return w.capt.Write(p) }
-func (w *captureWriter) WriteString(s string) (int, error) { return w.capt.Write([]byte(s)) }
-func (w *captureWriter) Flush()                            { w.capt.Flush() }
-func (w *captureWriter) Written() bool                     { return w.capt.Status() != 0 }
-
-// WriteHeaderNow gives the status gin recorded, as gin's own writer sends it.
-func (w *captureWriter) WriteHeaderNow() {
-	if w.capt.Status() == 0 {
-		w.capt.WriteHeader(w.ResponseWriter.Status())
+func (w *captureWriter) WriteHeader(code int) {
+	if code > 0 && w.capt.Status() == 0 {
+		w.status = code
 	}
 }
 
-// Status is the status the handler gave, else the one gin records.
+func (w *captureWriter) Write(p []byte) (int, error) {
+	w.WriteHeaderNow()
+	return w.capt.Write(p)
+}
+
+func (w *captureWriter) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+
+func (w *captureWriter) Flush() {
+	w.WriteHeaderNow()
+	w.capt.Flush()
+}
+
+func (w *captureWriter) Written() bool { return w.capt.Status() != 0 }
+
+// WriteHeaderNow gives the capture the status recorded, else the one gin
+// records, as gin's own writer sends it.
+func (w *captureWriter) WriteHeaderNow() {
+	if w.capt.Status() == 0 {
+		w.capt.WriteHeader(w.Status())
+	}
+}
+
+// Status is the status given to the capture, else the one recorded, else
+// the one gin records.
 func (w *captureWriter) Status() int {
-	if s := w.capt.Status(); s != 0 {
-		return s
+	switch {
+	case w.capt.Status() != 0:
+		return w.capt.Status()
+	case w.status != 0:
+		return w.status
 	}
 	return w.ResponseWriter.Status()
 }
