@@ -88,25 +88,21 @@ func Fingerprint(method, route, rawQuery, contentType string, body []byte, pathV
 
 // Fingerprint is the fingerprint of r, a request of method to route (a
 // template, RouteTemplate) with body (ReadBody): Fingerprint with r's
-// query, Content-Type and path values. A value is read as a Param part
-// reads it (ParamValue: one spelling of an id, whichever router escaped
-// it), so "/orders/a/pay" and "/orders/b/pay" under one key are two
-// requests (422), and a retry reaching another framework is the same one.
-// A catch-all's value is not in it: routers hand it over differently (with
-// or without its leading slash); a route ending in one puts what must not
-// be confused in the body, the query or the scope.
+// query, Content-Type and the values of the matched route's path
+// parameters (HTTPReader.Route's names, in route order, as a Param part
+// reads them: ParamValue, one spelling of an id whichever router escaped
+// it; a catch-all's without a leading slash, which some routers keep), so
+// "/orders/a/pay" and "/orders/b/pay" under one key are two requests
+// (422), and a retry reaching another framework is the same one.
 func (x *Idempotency[R]) Fingerprint(r R, method, route string, body []byte) string {
-	var values []string
-	for seg := range strings.SplitSeq(route, "/") {
-		name, ok := strings.CutPrefix(seg, ":")
-		if !ok || name == "" {
-			continue
-		}
+	_, names := x.rd.Route(r)
+	values := make([]string, 0, len(names))
+	for _, name := range names {
 		v, _ := x.rd.Param(r, name)
 		if d, err := ParamValue(v); err == nil {
 			v = d
 		}
-		values = append(values, v)
+		values = append(values, strings.TrimPrefix(v, "/"))
 	}
 	return Fingerprint(method, route, x.rd.RawQuery(r), x.rd.Header(r, "Content-Type"), body, values...)
 }

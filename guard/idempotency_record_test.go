@@ -137,7 +137,7 @@ func TestFingerprint(t *testing.T) {
 func TestFingerprintPathValues(t *testing.T) {
 	x, _ := guard.NewIdempotency[req](mapReader{})
 	fp := func(id, item string) string {
-		return x.Fingerprint(req{"param:id": id, "param:item": item}, "POST", "/orders/:id/items/:item", []byte("{}"))
+		return x.Fingerprint(req{"param:id": id, "param:item": item, "params": "id,item"}, "POST", "/orders/:id/items/:item", []byte("{}"))
 	}
 	base := fp("a", "1")
 	for _, tc := range []struct {
