@@ -70,9 +70,21 @@ type idempotent struct {
 	saved fasthttp.ResponseHeader // the answer's headers before the chain ran: Discard's
 }
 
-// Body is the body fasthttp read, as the client sent it (not decompressed).
+// Body is the body as the client sent it (not decompressed): the one
+// fasthttp read, or, with StreamRequestBody, read here from its stream
+// under the cap (Body() would copy the whole stream first, past any
+// limit) and set back for the handler.
 func (e *idempotent) Body(read func(io.Reader) ([]byte, error)) ([]byte, error) {
-	return read(bytes.NewReader(e.c.Request().Body()))
+	req := e.c.Request()
+	if !req.IsBodyStream() {
+		return read(bytes.NewReader(req.Body()))
+	}
+	b, err := read(req.BodyStream())
+	if err != nil {
+		return nil, err
+	}
+	req.SetBody(b)
+	return b, nil
 }
 
 func (e *idempotent) Next() error { return e.c.Next() }

@@ -25,8 +25,9 @@ import (
 // under a cap (ReadBody), the handler's answer captured (ResponseCapture),
 // encoded for the record and replayed (EncodeResponse, DecodeResponse,
 // Response.Write), whether it is stored (Stores), and the middleware's own
-// answers (IdempotencyAnswer). core keeps the records; the adapter puts
-// the pieces in this order: key, body, record key, fingerprint, claim.
+// answers (IdempotencyAnswer). core keeps the records; the pieces go in
+// this order (IdempotencyPolicy.Serve): key, record key (a request refused
+// for its scope buffers no body), body, fingerprint, claim.
 type Idempotency[R any] struct {
 	rd      HTTPReader[R]
 	cfg     IdempotencyConfig[R]

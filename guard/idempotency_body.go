@@ -16,11 +16,10 @@ var ErrBodyTooLarge = errors.New("the request body is larger than the idempotenc
 // ReadBody reads body to its end for the fingerprint, reading at most
 // limit+1 bytes: one more than limit is ErrBodyTooLarge, and nothing
 // beyond it is read, so a client cannot make the server buffer more than
-// limit. A nil body, or http.NoBody, is empty. body is read as the adapter
-// hands it over: a net/http adapter whose hold bounds client I/O passes
-// Hold.Body(r.Body), so that a client dribbling its body frees the lock at
-// MaxHold; a read error is returned as it is. The handler then reads the
-// bytes again from NewBody.
+// limit. A nil body, or http.NoBody, is empty; a read error is returned as
+// it is (the server's read timeout bounds a client that dribbles its body:
+// no claim is held yet). The handler then reads the bytes again from
+// NewBody.
 func ReadBody(body io.Reader, limit int64) ([]byte, error) {
 	if body == nil || body == http.NoBody {
 		return nil, nil

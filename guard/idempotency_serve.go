@@ -113,6 +113,12 @@ func (x *IdempotencyPolicy[R]) Serve(ctx context.Context, r R, method, route str
 	case route == "":
 		return ex.Refuse(AnswerFor(core.OutcomeMisconfigured, ErrNoRoute, 0), ErrNoRoute)
 	}
+	name := route // the telemetry name, as the router writes it
+	route = RouteTemplate(route)
+	rkey, err := x.RecordKey(r, method, route, key)
+	if err != nil {
+		return ex.Refuse(AnswerFor(core.Classify(nil, err), err, 0), err)
+	}
 	body, err := ex.Body(x.ReadBody)
 	if err != nil {
 		if ctx.Err() != nil { // the client went away
@@ -122,12 +128,6 @@ func (x *IdempotencyPolicy[R]) Serve(ctx context.Context, r R, method, route str
 			err = fmt.Errorf("%w: %w", ErrBodyUnread, err)
 		}
 		return ex.Refuse(IdempotencyAnswer(err, 0), err)
-	}
-	name := route // the telemetry name, as the router writes it
-	route = RouteTemplate(route)
-	rkey, err := x.RecordKey(r, method, route, key)
-	if err != nil {
-		return ex.Refuse(AnswerFor(core.Classify(nil, err), err, 0), err)
 	}
 	req := x.cfg.claim(name)
 	req.Fingerprint = x.Fingerprint(r, method, route, body)

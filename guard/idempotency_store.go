@@ -13,9 +13,6 @@ type Completion struct {
 	Began bool
 	// Status is the answer's status.
 	Status int
-	// Panicked is true when the handler panicked: its answer, if any, is
-	// not the one a recovery wrote.
-	Panicked bool
 	// Ended is true when the claim's lease ended under the handler, lost
 	// or held for its MaxHold (Hold.Ended): another request may own the
 	// record by now, and the handler's work was not protected to its end.
@@ -27,7 +24,7 @@ type Completion struct {
 // retry runs again.
 //
 //	handler not begun (the middleware's own answer)  never
-//	a panic, a lease lost or held for MaxHold         never
+//	a lease lost or held for MaxHold                  never (a panic is never asked: Serve abandons)
 //	status below 200 (none final)                     never
 //	200–499 but 408, 425, 429                         stored
 //	408, 425, 429, 5xx                                only with StoreEveryAnswer
@@ -38,7 +35,7 @@ type Completion struct {
 // must never run again (StoreEveryAnswer, Stripe's rule).
 func (x *Idempotency[R]) Stores(c Completion) bool {
 	switch {
-	case !c.Began || c.Panicked || c.Ended || c.Status < 200 || c.Status > 999:
+	case !c.Began || c.Ended || c.Status < 200 || c.Status > 999:
 		return false
 	case x.cfg.StoreEveryAnswer:
 		return true

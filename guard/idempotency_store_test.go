@@ -32,8 +32,6 @@ func TestStores(t *testing.T) {
 		{"503 from the handler", ran(503), false, true},
 		{"1xx only", ran(103), false, false},
 		{"no status", ran(0), false, false},
-		{"panic", guard.Completion{Began: true, Status: 200, Panicked: true}, false, false},
-		{"panic with 500", guard.Completion{Began: true, Status: 500, Panicked: true}, false, false},
 		{"lease lost or MaxHold", guard.Completion{Began: true, Status: 200, Ended: true}, false, false},
 		{"middleware's 400", guard.Completion{Status: 400}, false, false},
 		{"middleware's 409", guard.Completion{Status: 409}, false, false},
