@@ -41,8 +41,8 @@ func Idempotent(client *core.Client, opts ...IdempotencyOption) echo.MiddlewareF
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			name := c.Path()
-			if !routes.routed(c, name) {
-				return next(c) // no matched route
+			if !p.Applies(c.Request().Method) || !routes.routed(c, name) {
+				return next(c) // a method that carries no key, or no matched route
 			}
 			return p.Serve(c.Request().Context(), c, c.Request().Method, name, &idempotent{p: p, c: c, next: next})
 		}

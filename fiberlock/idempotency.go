@@ -43,8 +43,8 @@ func Idempotent(client *core.Client, opts ...IdempotencyOption) fiber.Handler {
 	}
 	return func(c fiber.Ctx) error {
 		route := c.FullPath()
-		if route == "" {
-			return c.Next()
+		if route == "" || !p.Applies(c.Method()) {
+			return c.Next() // no matched route, or a method that carries no key
 		}
 		return p.Serve(c.Context(), c, c.Method(), route, &idempotent{limit: p.Config().MaxAnswer, c: c})
 	}

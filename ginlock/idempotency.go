@@ -33,8 +33,8 @@ func Idempotent(client *core.Client, opts ...IdempotencyOption) gin.HandlerFunc 
 	}
 	return func(c *gin.Context) {
 		route := c.FullPath()
-		if route == "" {
-			c.Next() // no matched route
+		if route == "" || !p.Applies(c.Request.Method) {
+			c.Next() // no matched route, or a method that carries no key
 			return
 		}
 		_ = p.Serve(c.Request.Context(), c, c.Request.Method, route, &idempotent{p: p, c: c})

@@ -34,8 +34,11 @@ func Idempotent(client *core.Client, opts ...IdempotencyOption) func(http.Handle
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			path, _ := route(r.Pattern)
-			_ = p.Serve(r.Context(), r, r.Method, path, &idempotent{p: p, w: w, r: r, next: next})
+			if !p.Applies(r.Method) { // nothing to build for a request that carries no key
+				next.ServeHTTP(w, r)
+				return
+			}
+			_ = p.Serve(r.Context(), r, r.Method, patternPath(r.Pattern), &idempotent{p: p, w: w, r: r, next: next})
 		})
 	}
 }
