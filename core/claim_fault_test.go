@@ -323,6 +323,9 @@ func TestClaimRoundTrips(t *testing.T) {
 	if calls["evalsha"] != 2*n || calls["eval"] != 0 {
 		t.Errorf("%d claims and completions: %d EVALSHA, %d EVAL; want %d EVALSHA (all: %v)", n, calls["evalsha"], calls["eval"], 2*n, calls)
 	}
+	if calls["publish"] != 0 || calls["spublish"] != 0 { // nobody waited: no announcement (docs/key-layout.md)
+		t.Errorf("completions with nobody waiting published (all: %v)", calls)
+	}
 	reset()
 	for i := range n {
 		cl, err := c.Claim(ctx, fmt.Sprint("rt:", i), core.ClaimRequest{})

@@ -248,3 +248,22 @@ func TestClaimCompleteCancelledContext(t *testing.T) {
 		t.Fatalf("replay %+v, %v; want the answer", got, err)
 	}
 }
+
+// A claim inside its own claim (a handler claiming the record its
+// middleware claimed) is ErrWouldDeadlock, as a lock taken again is: it
+// would answer "in progress" from its own claim, or wait on itself.
+func TestClaimInsideItsOwnClaim(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, srv)
+	ctx := testkit.Context(t, 30*time.Second)
+	cl := mustClaim(t, ctx, c, "nested", core.ClaimRequest{Fingerprint: "f"})
+	defer cl.Lease.Release(ctx)
+	inner, stop := cl.Lease.Bind(ctx)
+	defer stop()
+	if _, err := c.Claim(inner, "nested", core.ClaimRequest{Fingerprint: "f", Wait: 10 * time.Second}); !errors.Is(err, core.ErrWouldDeadlock) {
+		t.Fatalf("claim inside its own claim: %v, want ErrWouldDeadlock", err)
+	}
+	if _, err := c.Claim(inner, "other", core.ClaimRequest{Fingerprint: "f"}); err != nil {
+		t.Fatalf("another record inside the claim: %v", err)
+	}
+}
