@@ -2,14 +2,15 @@ package grpclock_test
 
 import (
 	"context"
-	"github.com/lockkit/lockkit/core"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lockkit/lockkit/core"
 	"github.com/lockkit/lockkit/grpclock"
 	"github.com/lockkit/lockkit/grpclock/internal/testpb"
 	"github.com/lockkit/lockkit/internal/redistest"
@@ -17,7 +18,7 @@ import (
 
 // A retried call gets the first run's response and header metadata, marked
 // replayed, and the handler ran once; another message under the key is
-// FailedPrecondition; an AIP-155 request_id field keys it as well.
+// FailedPrecondition; the key comes from the idempotency-key metadata.
 func TestIdempotentReplay(t *testing.T) {
 	srv := redistest.Start(t)
 	var runs atomic.Int64
@@ -59,5 +60,32 @@ func TestIdempotentReplay(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument)
 	if runs.Load() != 1 {
 		t.Fatalf("%d runs", runs.Load())
+	}
+}
+
+// A handler whose lock ended under it (held for its MaxHold) answers OK,
+// but its answer is not stored: its work was not protected to its end, so
+// the retry runs again (as HTTP's Completion.Ended).
+func TestIdempotentLockEndedNotStored(t *testing.T) {
+	srv := redistest.Start(t)
+	var runs atomic.Int64
+	svc := &service{pay: func(ctx context.Context, r *testpb.PayRequest) (*testpb.PayResponse, error) {
+		n := runs.Add(1)
+		if n == 1 {
+			<-ctx.Done() // the lock's MaxHold ends the handler's context
+		}
+		return &testpb.PayResponse{Token: n}, nil
+	}}
+	cl := serve(t, svc, grpc.ChainUnaryInterceptor(grpclock.UnaryServerInterceptor(newClient(t, srv),
+		grpclock.Key(grpclock.Field("order_id")), grpclock.MaxHold(100*time.Millisecond), grpclock.Idempotent())))
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "idempotency-key", "k-ended")
+	var h metadata.MD
+	for range 2 {
+		if _, err := cl.Pay(ctx, &testpb.PayRequest{OrderId: "7"}, grpc.Header(&h)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if runs.Load() != 2 || len(h.Get("idempotent-replayed")) != 0 {
+		t.Fatalf("%d runs, last replayed %v: want the retry to run again", runs.Load(), h.Get("idempotent-replayed"))
 	}
 }

@@ -154,8 +154,8 @@ func (x *IdempotencyPolicy[R]) Serve(ctx context.Context, r R, method, route str
 
 // run runs the chain under the claim l and settles it.
 func (x *IdempotencyPolicy[R]) run(ctx context.Context, l *core.Lease, ex IdempotencyExchange) error {
-	cr := &claimRun{}
-	hctx, stop := l.Bind(context.WithValue(ctx, claimRunKey{}, cr))
+	cctx, told := WithClaimRun(ctx)
+	hctx, stop := l.Bind(cctx)
 	settled := false
 	defer func() {
 		if !settled { // the chain panicked: abandon, and let the panic go on
@@ -171,7 +171,8 @@ func (x *IdempotencyPolicy[R]) run(ctx context.Context, l *core.Lease, ex Idempo
 		return err
 	}
 	resp, rerr := capt.Response()
-	c := Completion{Began: !cr.refused.Load(), Status: resp.Status, Ended: cr.ended.Load()}
+	refused, ended := told()
+	c := Completion{Began: !refused, Status: resp.Status, Ended: ended}
 	lost := errors.Is(l.Err(), core.ErrLost)
 	if errors.Is(l.Err(), core.ErrMaxHold) || lost {
 		c.Ended = true
@@ -217,6 +218,18 @@ func (x *IdempotencyPolicy[R]) takenOver(capt Captured, ex IdempotencyExchange, 
 type claimRun struct{ refused, ended atomic.Bool }
 
 type claimRunKey struct{}
+
+// WithClaimRun is ctx for a handler run under an idempotency claim, and
+// what a lock taken inside it (Policy.Acquire, Hold.Release) told of the
+// run once it returned: refused, the lock refused the request, so the
+// handler never began; ended, the lock ended under the handler (lost, or
+// held for its MaxHold). Either way the answer is not stored. Serve uses
+// it, and so does the RPC rule (package rpckey): one way for a lock to
+// tell the claim around it.
+func WithClaimRun(ctx context.Context) (context.Context, func() (refused, ended bool)) {
+	cr := &claimRun{}
+	return context.WithValue(ctx, claimRunKey{}, cr), func() (bool, bool) { return cr.refused.Load(), cr.ended.Load() }
+}
 
 // claimRunOf is the claimRun of an idempotency middleware around ctx's
 // request, nil when there is none.

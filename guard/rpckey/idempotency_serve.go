@@ -92,7 +92,8 @@ func (x *Idempotency[R]) runClaimed(ctx context.Context, procedure string, lease
 			_ = lease.Release(context.WithoutCancel(ctx))
 		}
 	}()
-	bctx, cancel := lease.Bind(ctx)
+	cctx, told := guard.WithClaimRun(ctx)
+	bctx, cancel := lease.Bind(cctx)
 	defer cancel()
 	a, err := run(bctx)
 	if err != nil {
@@ -103,6 +104,10 @@ func (x *Idempotency[R]) runClaimed(ctx context.Context, procedure string, lease
 	}
 	if a == nil {
 		return nil
+	}
+	if _, ended := told(); ended { // the lock inside ended under the handler: its work was not protected to its end
+		x.notStored(ctx, procedure, errors.New("lockkit: the lock ended while the handler ran: its answer is not stored"))
+		return nil // the answer stands; the claim is released, the retry runs again
 	}
 	payload, err := x.encode(a)
 	if err != nil {
